@@ -1,0 +1,119 @@
+//! # sqs-forwarder
+//!
+//! The library every sqs-forwarder function uses to turn messages into
+//! Amazon SQS `SendMessageBatch` calls, and usable from any Rust program.
+//!
+//! It exists because forwarding to SQS well is harder than a loop over
+//! `SendMessage`:
+//!
+//! * **Exact sizing.** SQS counts a message as its body's UTF-8 bytes plus,
+//!   for every attribute, its name, data type and value. The forwarder counts
+//!   the same way, so no batch it builds is rejected for size or count, and
+//!   every call is as full as the limits allow (1 MiB and 10 entries per call,
+//!   whatever the queue's own `MaximumMessageSize`).
+//! * **Valid bodies.** Text SQS accepts goes through untouched; binary data
+//!   and text with characters SQS rejects are base64-encoded and marked.
+//! * **Retries that can help.** Entries listed under `Failed` are retried one
+//!   by one with full-jitter backoff, but only when a retry can help; whole
+//!   calls are classified the same way.
+//! * **Nothing lost.** Every message ends with exactly one [`Outcome`] (sent,
+//!   failed with a code and whether a retry could help, or dropped by a
+//!   policy the user chose), returned in input order with the caller's
+//!   position, and unsent messages are reported at the deadline rather than
+//!   lost to a timeout.
+//! * **FIFO done right.** Group order is kept across retries; see
+//!   [`FifoOrder`] for the one choice it costs.
+//!
+//! The flow, module by module: [`message`] → [`encode`] (validate, encode,
+//! size) → oversize policy ([`send`]) → [`batch`] (pack) → [`transport`]
+//! (call) → [`retry`] → [`outcome`]. [`config`] and [`queue`] set it up from
+//! environment variables; [`observability`] and [`metrics`] report on it.
+//!
+//! ## In a Lambda function
+//!
+//! ```no_run
+//! use sqs_forwarder::{Config, Message, Summary, connect};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = Config::from_env()?; // fails naming the bad variable
+//! let forwarder = connect(&config, false).await?; // reads the queue's limits once
+//! let messages = vec![Message::new("hello", 0usize), Message::new(vec![0xF3, 0x89], 1)];
+//! let outcomes = forwarder.send_all(messages, None).await;
+//! assert_eq!(outcomes.len(), 2); // one per message, in input order
+//! println!("{:?}", Summary::of(&outcomes));
+//! # Ok(()) }
+//! ```
+//!
+//! ## In any program: a buffered sink
+//!
+//! [`SqsSink`] offers the knobs of Flink's SQS sink: batch size, in-flight
+//! requests, buffered messages with backpressure, batch bytes, time in buffer
+//! with a background flush, record size, and fail-on-error.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, queue::sqs_client};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+//! let transport = SqsTransport::new(sqs_client(&sdk), "https://sqs.eu-west-1.amazonaws.com/123456789012/events");
+//! let sink = SqsSink::builder(transport)
+//!     .max_batch_size(10)
+//!     .max_in_flight_requests(4)
+//!     .max_buffered_requests(1_000)
+//!     .max_batch_size_in_bytes(1_048_576)
+//!     .max_time_in_buffer(Duration::from_millis(200))
+//!     .max_record_size_in_bytes(262_144) // a queue still at 256 KiB
+//!     .fail_on_error(true)
+//!     .build();
+//! let receipt = sink
+//!     .send(Message::new(r#"{"order":42}"#, "order-42").attribute(Attribute::string("type", "order")))
+//!     .await?;
+//! sink.flush().await?;
+//! let outcome = receipt.outcome().await;
+//! println!("{outcome:?}");
+//! sink.close().await?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod config;
+pub mod encode;
+pub mod limits;
+pub mod message;
+pub mod metrics;
+pub mod observability;
+pub mod outcome;
+pub mod queue;
+pub mod retry;
+pub mod send;
+pub mod sink;
+pub mod transport;
+
+pub use batch::FifoOrder;
+pub use config::{Config, ConfigError, QueueTarget};
+pub use encode::{BodyEncoding, Entry};
+pub use limits::Limits;
+pub use message::{Attribute, AttributeValue, Body, Message};
+pub use outcome::{Failure, MessageOutcome, Outcome, Summary};
+pub use queue::{SetupError, connect};
+pub use retry::RetryPolicy;
+pub use send::{Forwarder, OversizePolicy, SendSettings};
+pub use sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
+pub use transport::{SqsTransport, Transport};
+
+/// The instant by which sending must stop, from a Lambda deadline in
+/// milliseconds since the Unix epoch, less a safety `margin`.
+pub fn deadline_from_epoch_millis(
+    deadline_ms: u64,
+    margin: std::time::Duration,
+) -> tokio::time::Instant {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let left = std::time::Duration::from_millis(deadline_ms.saturating_sub(now_ms));
+    tokio::time::Instant::now() + left.saturating_sub(margin)
+}

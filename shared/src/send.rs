@@ -1,0 +1,495 @@
+//! Sending: messages in, one outcome per message out.
+//!
+//! [`Forwarder::send_all`] runs the whole flow for a set of messages:
+//! validate and encode ([`crate::encode`]), apply the oversize policy, pack
+//! into batches ([`crate::batch`]), send with a bounded number of calls in
+//! flight, retry the entries a retry can help, and stop at the deadline,
+//! reporting what is still unsent as failed-retryable rather than losing it.
+//!
+//! FIFO queues: messages of one group are never in two calls at once, and a
+//! group's later messages wait while an earlier one waits for a retry, so a
+//! retry never lands after its successors. Within one call, [`FifoOrder`]
+//! decides how many entries of a group may ride together.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::time::Instant;
+
+use crate::batch::{Candidate, FifoOrder, next_batch};
+use crate::encode::{EncodeRules, Entry, prepare};
+use crate::limits::Limits;
+use crate::message::Message;
+use crate::metrics as m;
+use crate::outcome::{Failure, MessageOutcome, Outcome};
+use crate::retry::RetryPolicy;
+use crate::transport::{BatchItem, CallError, EntryResult, Transport};
+
+/// What to do with a message too large for the queue even on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OversizePolicy {
+    /// Report it as a failed outcome (`MessageTooLarge`, not retryable).
+    #[default]
+    Fail,
+    /// Drop it with a warning log line and a `MessagesDropped` metric.
+    Drop,
+}
+
+impl OversizePolicy {
+    /// The names accepted in configuration.
+    pub const NAMES: &'static str = "fail, drop";
+
+    /// Parse a configuration value.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "fail" => Some(OversizePolicy::Fail),
+            "drop" => Some(OversizePolicy::Drop),
+            _ => None,
+        }
+    }
+}
+
+/// How the forwarder sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendSettings {
+    /// Entries and bytes per call, bytes per message.
+    pub limits: Limits,
+    /// Most `SendMessageBatch` calls in flight at once (>= 1).
+    pub max_in_flight: usize,
+    /// Retries of failed entries and calls.
+    pub retry: RetryPolicy,
+    /// Messages too large for the queue.
+    pub oversize: OversizePolicy,
+    /// Entries of one FIFO group per call.
+    pub fifo_order: FifoOrder,
+    /// Longest a single call may take before it counts as failed-retryable.
+    pub call_timeout: Duration,
+}
+
+impl Default for SendSettings {
+    fn default() -> Self {
+        SendSettings {
+            limits: Limits::default(),
+            max_in_flight: 4,
+            retry: RetryPolicy::default(),
+            oversize: OversizePolicy::default(),
+            fifo_order: FifoOrder::default(),
+            call_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Sends messages to one queue and accounts for every one of them.
+#[derive(Debug, Clone)]
+pub struct Forwarder<T> {
+    transport: T,
+    settings: SendSettings,
+    rules: EncodeRules,
+}
+
+struct Slot {
+    entry: Arc<Entry>,
+    attempts: u32,
+    not_before: Instant,
+    max_batch: usize,
+}
+
+type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
+
+impl<T: Transport> Forwarder<T> {
+    /// A forwarder over `transport` with these settings and encoding rules.
+    pub fn new(transport: T, settings: SendSettings, rules: EncodeRules) -> Self {
+        Forwarder {
+            transport,
+            settings,
+            rules,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &SendSettings {
+        &self.settings
+    }
+
+    /// The encoding rules (FIFO, default group id, body policy).
+    pub fn rules(&self) -> &EncodeRules {
+        &self.rules
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// Send every message and return one outcome per message, in input
+    /// order. Stops sending at `deadline`: whatever is unsent then comes back
+    /// as failed-retryable (`DeadlineExceeded`).
+    pub async fn send_all<P>(
+        &self,
+        messages: Vec<Message<P>>,
+        deadline: Option<Instant>,
+    ) -> Vec<MessageOutcome<P>> {
+        let total = messages.len();
+        m::messages_in(total);
+        let limit = self.settings.limits.largest_message();
+        let mut positions = Vec::with_capacity(total);
+        let mut outcomes: Vec<Option<(Outcome, u32)>> = Vec::with_capacity(total);
+        let mut pending: BTreeMap<usize, Slot> = BTreeMap::new();
+        let start = Instant::now();
+
+        for (index, message) in messages.into_iter().enumerate() {
+            let (position, prepared) = prepare(message, &self.rules);
+            positions.push(position);
+            match prepared {
+                Err(failure) => outcomes.push(Some((Outcome::Failed(failure), 0))),
+                Ok(entry) if entry.size > limit => {
+                    outcomes.push(Some((self.oversize(index, entry.size, limit), 0)));
+                }
+                Ok(entry) => {
+                    outcomes.push(None);
+                    pending.insert(
+                        index,
+                        Slot {
+                            entry: Arc::new(entry),
+                            attempts: 0,
+                            not_before: start,
+                            max_batch: self.settings.limits.max_entries,
+                        },
+                    );
+                }
+            }
+        }
+
+        self.run(&mut pending, &mut outcomes, deadline).await;
+
+        let mut result = Vec::with_capacity(total);
+        let mut counts = (0usize, 0usize, 0usize);
+        for (position, outcome) in positions.into_iter().zip(outcomes) {
+            let (outcome, attempts) = outcome.unwrap_or_else(|| {
+                // Unreachable by construction; never lose a message to a bug.
+                (
+                    Outcome::Failed(Failure::transient(
+                        "Unaccounted",
+                        "the forwarder lost track of this message",
+                    )),
+                    0,
+                )
+            });
+            match &outcome {
+                Outcome::Sent { .. } => counts.0 += 1,
+                Outcome::Failed(_) => counts.1 += 1,
+                Outcome::Dropped { .. } => counts.2 += 1,
+            }
+            result.push(MessageOutcome {
+                position,
+                outcome,
+                attempts,
+            });
+        }
+        m::messages_sent(counts.0);
+        m::messages_failed(counts.1);
+        m::messages_dropped(counts.2);
+        result
+    }
+
+    fn oversize(&self, index: usize, size: usize, limit: usize) -> Outcome {
+        let why = format!(
+            "message is {size} bytes with its attributes; the limit is {limit} bytes (the queue's MaximumMessageSize, MAX_MESSAGE_BYTES, and the {}-byte request cap)",
+            self.settings.limits.max_request_bytes
+        );
+        match self.settings.oversize {
+            OversizePolicy::Fail => Outcome::Failed(Failure::permanent("MessageTooLarge", why)),
+            OversizePolicy::Drop => {
+                tracing::warn!(
+                    index,
+                    size,
+                    limit,
+                    "dropping oversize message (OVERSIZE_POLICY=drop)"
+                );
+                Outcome::Dropped { reason: why }
+            }
+        }
+    }
+
+    async fn run(
+        &self,
+        pending: &mut BTreeMap<usize, Slot>,
+        outcomes: &mut [Option<(Outcome, u32)>],
+        deadline: Option<Instant>,
+    ) {
+        let fifo = self.rules.fifo;
+        let mut busy_groups: HashMap<String, usize> = HashMap::new();
+        let mut in_flight = FuturesUnordered::new();
+
+        loop {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                for (index, slot) in std::mem::take(pending) {
+                    outcomes[index] = Some((
+                        Outcome::Failed(Failure::transient(
+                            "DeadlineExceeded",
+                            "the invocation's deadline came before this message could be sent",
+                        )),
+                        slot.attempts,
+                    ));
+                }
+            }
+            while in_flight.len() < self.settings.max_in_flight.max(1) {
+                let picked = {
+                    let candidates = pending.iter().map(|(i, s)| Candidate {
+                        index: *i,
+                        size: s.entry.size,
+                        group: if fifo {
+                            s.entry.group_id.as_deref()
+                        } else {
+                            None
+                        },
+                        ready: s.not_before <= now,
+                        max_batch: s.max_batch,
+                    });
+                    next_batch(
+                        candidates,
+                        &self.settings.limits,
+                        self.settings.fifo_order,
+                        |g| busy_groups.contains_key(g),
+                    )
+                };
+                if picked.is_empty() {
+                    break;
+                }
+                let mut batch = Vec::with_capacity(picked.len());
+                for index in picked {
+                    if let Some(mut slot) = pending.remove(&index) {
+                        slot.attempts += 1;
+                        if let (true, Some(g)) = (fifo, &slot.entry.group_id) {
+                            *busy_groups.entry(g.clone()).or_default() += 1;
+                        }
+                        batch.push((index, slot));
+                    }
+                }
+                let timeout = match deadline {
+                    Some(d) => self
+                        .settings
+                        .call_timeout
+                        .min(d.saturating_duration_since(now)),
+                    None => self.settings.call_timeout,
+                };
+                in_flight.push(self.call(batch, timeout));
+            }
+
+            if in_flight.is_empty() && pending.is_empty() {
+                return;
+            }
+            let wake = pending
+                .values()
+                .map(|s| s.not_before)
+                .filter(|t| *t > now)
+                .min();
+            let wake = match (wake, deadline) {
+                (Some(w), Some(d)) => Some(w.min(d)),
+                (Some(w), None) => Some(w),
+                (None, d) if !pending.is_empty() => d,
+                (None, _) => None,
+            };
+            if in_flight.is_empty() {
+                match wake {
+                    Some(w) => tokio::time::sleep_until(w).await,
+                    // Pending messages that can never be picked: impossible by
+                    // construction, but never spin or hang on it.
+                    None => {
+                        for (index, slot) in std::mem::take(pending) {
+                            outcomes[index] = Some((
+                                Outcome::Failed(Failure::transient(
+                                    "Unschedulable",
+                                    "the forwarder could not schedule this message",
+                                )),
+                                slot.attempts,
+                            ));
+                        }
+                        return;
+                    }
+                }
+                continue;
+            }
+            let done = match wake {
+                Some(w) => tokio::select! {
+                    done = in_flight.next() => done,
+                    _ = tokio::time::sleep_until(w) => None,
+                },
+                None => in_flight.next().await,
+            };
+            if let Some((batch, result)) = done {
+                if fifo {
+                    for (_, slot) in &batch {
+                        if let Some(g) = &slot.entry.group_id
+                            && let Some(n) = busy_groups.get_mut(g)
+                        {
+                            *n -= 1;
+                            if *n == 0 {
+                                busy_groups.remove(g);
+                            }
+                        }
+                    }
+                }
+                self.settle(batch, result, pending, outcomes, deadline);
+            }
+        }
+    }
+
+    async fn call(
+        &self,
+        batch: Vec<(usize, Slot)>,
+        timeout: Duration,
+    ) -> (Vec<(usize, Slot)>, CallResult) {
+        let items: Vec<BatchItem> = batch
+            .iter()
+            .map(|(index, slot)| BatchItem {
+                id: index.to_string(),
+                entry: Arc::clone(&slot.entry),
+            })
+            .collect();
+        m::batch_sent();
+        let result = match tokio::time::timeout(timeout, self.transport.send_batch(&items)).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Failed(Failure::transient(
+                "Timeout",
+                format!(
+                    "no answer to SendMessageBatch within {} ms",
+                    timeout.as_millis()
+                ),
+            ))),
+        };
+        (batch, result)
+    }
+
+    fn settle(
+        &self,
+        batch: Vec<(usize, Slot)>,
+        result: CallResult,
+        pending: &mut BTreeMap<usize, Slot>,
+        outcomes: &mut [Option<(Outcome, u32)>],
+        deadline: Option<Instant>,
+    ) {
+        let n = batch.len();
+        match result {
+            Ok(results) => {
+                let mut by_id: HashMap<String, EntryResult> = results.into_iter().collect();
+                let mut failed_groups: Vec<(usize, String)> = Vec::new();
+                for (index, slot) in batch {
+                    match by_id.remove(&index.to_string()) {
+                        Some(EntryResult::Sent {
+                            message_id,
+                            sequence_number,
+                        }) => {
+                            if let Some(g) = &slot.entry.group_id
+                                && failed_groups.iter().any(|(_, fg)| fg == g)
+                            {
+                                m::order_inversion();
+                                tracing::warn!(group = %g, index, "a later message of a FIFO group was accepted while an earlier one failed in the same call: the group's order may be broken (FIFO_ORDER=batched)");
+                            }
+                            m::bytes_sent(slot.entry.size);
+                            let attempts = slot.attempts;
+                            outcomes[index] = Some((
+                                Outcome::Sent {
+                                    message_id,
+                                    sequence_number,
+                                },
+                                attempts,
+                            ));
+                        }
+                        Some(EntryResult::Failed {
+                            code,
+                            message,
+                            sender_fault,
+                        }) => {
+                            let failure = EntryResult::failure(&code, &message, sender_fault);
+                            if self.rules.fifo
+                                && failure.retryable
+                                && let Some(g) = &slot.entry.group_id
+                            {
+                                failed_groups.push((index, g.clone()));
+                            }
+                            self.retry_or_settle(index, slot, failure, pending, outcomes, deadline);
+                        }
+                        None => {
+                            let failure = Failure::transient(
+                                "MissingResult",
+                                "SQS's answer did not mention this entry",
+                            );
+                            self.retry_or_settle(index, slot, failure, pending, outcomes, deadline);
+                        }
+                    }
+                }
+            }
+            Err(CallError::TooLong(message)) => {
+                tracing::error!(entries = n, %message, "SQS answered BatchRequestTooLong; splitting the batch");
+                for (index, mut slot) in batch {
+                    slot.attempts -= 1;
+                    if n == 1 {
+                        let failure = Failure::permanent(
+                            "BatchRequestTooLong",
+                            format!("SQS rejected the message alone as too long: {message}"),
+                        );
+                        outcomes[index] = Some((Outcome::Failed(failure), slot.attempts + 1));
+                    } else {
+                        slot.max_batch = (n / 2).max(1);
+                        pending.insert(index, slot);
+                    }
+                }
+            }
+            Err(CallError::Failed(failure)) => {
+                if failure.retryable {
+                    tracing::warn!(code = %failure.code, entries = n, "SendMessageBatch call failed; retrying its entries");
+                } else {
+                    tracing::error!(code = %failure.code, message = %failure.message, entries = n, "SendMessageBatch call failed; not retryable");
+                }
+                for (index, slot) in batch {
+                    self.retry_or_settle(index, slot, failure.clone(), pending, outcomes, deadline);
+                }
+            }
+        }
+    }
+
+    fn retry_or_settle(
+        &self,
+        index: usize,
+        mut slot: Slot,
+        failure: Failure,
+        pending: &mut BTreeMap<usize, Slot>,
+        outcomes: &mut [Option<(Outcome, u32)>],
+        deadline: Option<Instant>,
+    ) {
+        let attempts = slot.attempts;
+        if !failure.retryable {
+            outcomes[index] = Some((Outcome::Failed(failure), attempts));
+            return;
+        }
+        if attempts >= self.settings.retry.max_attempts {
+            let failure = Failure {
+                message: format!("{} (gave up after {attempts} attempts)", failure.message),
+                ..failure
+            };
+            outcomes[index] = Some((Outcome::Failed(failure), attempts));
+            return;
+        }
+        let not_before = Instant::now() + self.settings.retry.backoff(attempts);
+        if deadline.is_some_and(|d| not_before >= d) {
+            let failure = Failure {
+                message: format!(
+                    "{} (no time left before the deadline to retry)",
+                    failure.message
+                ),
+                ..failure
+            };
+            outcomes[index] = Some((Outcome::Failed(failure), attempts));
+            return;
+        }
+        m::retry();
+        slot.not_before = not_before;
+        pending.insert(index, slot);
+    }
+}
