@@ -93,10 +93,24 @@ pub struct Forwarder<T> {
 
 struct Slot {
     entry: Arc<Entry>,
+    /// Attempts that count against the retry budget (a split after
+    /// `BatchRequestTooLong` does not).
     attempts: u32,
+    /// Calls that carried the message, whatever their answer.
+    calls: u32,
     not_before: Instant,
     max_batch: usize,
 }
+
+/// When the entries of one call are retried, and the deadline.
+#[derive(Clone, Copy)]
+struct RetryAt {
+    at: Instant,
+    deadline: Option<Instant>,
+}
+
+/// Less time than this before the deadline is no time to start a call.
+const MIN_CALL_TIME: Duration = Duration::from_millis(20);
 
 type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
 
@@ -156,6 +170,7 @@ impl<T: Transport> Forwarder<T> {
                         Slot {
                             entry: Arc::new(entry),
                             attempts: 0,
+                            calls: 0,
                             not_before: start,
                             max_batch: self.settings.limits.max_entries,
                         },
@@ -227,14 +242,14 @@ impl<T: Transport> Forwarder<T> {
 
         loop {
             let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
+            if deadline.is_some_and(|d| d.saturating_duration_since(now) < MIN_CALL_TIME) {
                 for (index, slot) in std::mem::take(pending) {
                     outcomes[index] = Some((
                         Outcome::Failed(Failure::transient(
                             "DeadlineExceeded",
                             "the invocation's deadline came before this message could be sent",
                         )),
-                        slot.attempts,
+                        slot.calls,
                     ));
                 }
             }
@@ -265,6 +280,7 @@ impl<T: Transport> Forwarder<T> {
                 for index in picked {
                     if let Some(mut slot) = pending.remove(&index) {
                         slot.attempts += 1;
+                        slot.calls += 1;
                         if let (true, Some(g)) = (fifo, &slot.entry.group_id) {
                             *busy_groups.entry(g.clone()).or_default() += 1;
                         }
@@ -307,7 +323,7 @@ impl<T: Transport> Forwarder<T> {
                                     "Unschedulable",
                                     "the forwarder could not schedule this message",
                                 )),
-                                slot.attempts,
+                                slot.calls,
                             ));
                         }
                         return;
@@ -375,6 +391,13 @@ impl<T: Transport> Forwarder<T> {
         deadline: Option<Instant>,
     ) {
         let n = batch.len();
+        // One retry time per call: the entries a call failed go out again
+        // together, in as few calls as before, not one call each.
+        let most = batch.iter().map(|(_, s)| s.attempts).max().unwrap_or(1);
+        let when = RetryAt {
+            at: Instant::now() + self.settings.retry.backoff(most),
+            deadline,
+        };
         match result {
             Ok(results) => {
                 let mut by_id: HashMap<String, EntryResult> = results.into_iter().collect();
@@ -392,7 +415,7 @@ impl<T: Transport> Forwarder<T> {
                                 tracing::warn!(group = %g, index, "a later message of a FIFO group was accepted while an earlier one failed in the same call: the group's order may be broken (FIFO_ORDER=batched)");
                             }
                             m::bytes_sent(slot.entry.size);
-                            let attempts = slot.attempts;
+                            let attempts = slot.calls;
                             outcomes[index] = Some((
                                 Outcome::Sent {
                                     message_id,
@@ -413,14 +436,14 @@ impl<T: Transport> Forwarder<T> {
                             {
                                 failed_groups.push((index, g.clone()));
                             }
-                            self.retry_or_settle(index, slot, failure, pending, outcomes, deadline);
+                            self.retry_or_settle(index, slot, failure, pending, outcomes, when);
                         }
                         None => {
                             let failure = Failure::transient(
                                 "MissingResult",
                                 "SQS's answer did not mention this entry",
                             );
-                            self.retry_or_settle(index, slot, failure, pending, outcomes, deadline);
+                            self.retry_or_settle(index, slot, failure, pending, outcomes, when);
                         }
                     }
                 }
@@ -434,7 +457,7 @@ impl<T: Transport> Forwarder<T> {
                             "BatchRequestTooLong",
                             format!("SQS rejected the message alone as too long: {message}"),
                         );
-                        outcomes[index] = Some((Outcome::Failed(failure), slot.attempts + 1));
+                        outcomes[index] = Some((Outcome::Failed(failure), slot.calls));
                     } else {
                         slot.max_batch = (n / 2).max(1);
                         pending.insert(index, slot);
@@ -448,7 +471,7 @@ impl<T: Transport> Forwarder<T> {
                     tracing::error!(code = %failure.code, message = %failure.message, entries = n, "SendMessageBatch call failed; not retryable");
                 }
                 for (index, slot) in batch {
-                    self.retry_or_settle(index, slot, failure.clone(), pending, outcomes, deadline);
+                    self.retry_or_settle(index, slot, failure.clone(), pending, outcomes, when);
                 }
             }
         }
@@ -461,7 +484,7 @@ impl<T: Transport> Forwarder<T> {
         failure: Failure,
         pending: &mut BTreeMap<usize, Slot>,
         outcomes: &mut [Option<(Outcome, u32)>],
-        deadline: Option<Instant>,
+        when: RetryAt,
     ) {
         let attempts = slot.attempts;
         if !failure.retryable {
@@ -474,10 +497,14 @@ impl<T: Transport> Forwarder<T> {
                 ..failure
             };
             outcomes[index] = Some((Outcome::Failed(failure), attempts));
+            self.block_group(&slot, pending, outcomes);
             return;
         }
-        let not_before = Instant::now() + self.settings.retry.backoff(attempts);
-        if deadline.is_some_and(|d| not_before >= d) {
+        let not_before = when.at;
+        if when
+            .deadline
+            .is_some_and(|d| not_before + MIN_CALL_TIME > d)
+        {
             let failure = Failure {
                 message: format!(
                     "{} (no time left before the deadline to retry)",
@@ -486,10 +513,43 @@ impl<T: Transport> Forwarder<T> {
                 ..failure
             };
             outcomes[index] = Some((Outcome::Failed(failure), attempts));
+            self.block_group(&slot, pending, outcomes);
             return;
         }
         m::retry();
         slot.not_before = not_before;
         pending.insert(index, slot);
+    }
+
+    /// A FIFO message ended failed-retryable: its event source will deliver
+    /// it again. Its group's later messages must not overtake it, so they
+    /// are not sent now and come back failed-retryable too.
+    fn block_group(
+        &self,
+        failed: &Slot,
+        pending: &mut BTreeMap<usize, Slot>,
+        outcomes: &mut [Option<(Outcome, u32)>],
+    ) {
+        let (true, Some(group)) = (self.rules.fifo, &failed.entry.group_id) else {
+            return;
+        };
+        let blocked: Vec<usize> = pending
+            .iter()
+            .filter(|(_, s)| s.entry.group_id.as_ref() == Some(group))
+            .map(|(i, _)| *i)
+            .collect();
+        for index in blocked {
+            if let Some(slot) = pending.remove(&index) {
+                outcomes[index] = Some((
+                    Outcome::Failed(Failure::transient(
+                        "GroupBlocked",
+                        format!(
+                            "an earlier message of group {group:?} failed; this one was not sent, to keep the group's order"
+                        ),
+                    )),
+                    slot.calls,
+                ));
+            }
+        }
     }
 }

@@ -356,8 +356,16 @@ proptest! {
             }
             last.insert(groups[i], i);
         }
+        // After a message of a group fails for now (its source will send it
+        // again), no later message of that group may have been sent.
+        let mut stopped: Vec<u8> = Vec::new();
         for (i, o) in outcomes.iter().enumerate() {
             prop_assert_eq!(o.position, i);
+            match &o.outcome {
+                Outcome::Sent { .. } => prop_assert!(!stopped.contains(&groups[i]), "message {} of a stopped group was sent", i),
+                Outcome::Failed(f) if f.retryable => stopped.push(groups[i]),
+                _ => {}
+            }
         }
     }
 
