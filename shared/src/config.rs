@@ -27,7 +27,8 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn new(variable: &str, value: &str, allowed: impl Into<String>) -> Self {
+    /// An error for `variable`, which had `value`; `allowed` says what would do.
+    pub fn new(variable: &str, value: &str, allowed: impl Into<String>) -> Self {
         ConfigError {
             variable: variable.into(),
             value: value.into(),

@@ -81,6 +81,7 @@
 pub mod batch;
 pub mod config;
 pub mod encode;
+pub mod env;
 pub mod limits;
 pub mod message;
 pub mod metrics;
@@ -90,11 +91,13 @@ pub mod queue;
 pub mod retry;
 pub mod send;
 pub mod sink;
+pub mod startup;
 pub mod transport;
 
 pub use batch::FifoOrder;
 pub use config::{Config, ConfigError, QueueTarget};
 pub use encode::{BodyEncoding, Entry};
+pub use env::Env;
 pub use limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
 pub use outcome::{Failure, MessageOutcome, Outcome, Summary};
