@@ -18,8 +18,8 @@ py=.local/venv/bin/python
 queue_url="$("$py" - "$endpoint" <<'PY'
 import sys, boto3
 sqs = boto3.client("sqs", endpoint_url=sys.argv[1], region_name="us-east-1")
-url = sqs.create_queue(QueueName="sqs-forwarder-demo")["QueueUrl"]
-sqs.purge_queue(QueueUrl=url)
+import time
+url = sqs.create_queue(QueueName=f"sqs-forwarder-demo-{int(time.time() * 1000)}")["QueueUrl"]
 print(url)
 PY
 )"
@@ -41,6 +41,7 @@ while time.time() < deadline:
         print(f"{m['MessageId']}  body={m['Body']!r}  attributes={attrs}")
         sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
 print(f"{seen} messages received")
+sqs.delete_queue(QueueUrl=url)
 PY
 # The example exits 1 when some messages failed (the sample file has two that
 # must fail); only a crash or a bad configuration (exit 2) fails the run.
