@@ -241,6 +241,13 @@ async fn lambda_deadline_keeps_the_margin() {
         left <= Duration::from_millis(2_500) && left >= Duration::from_millis(2_300),
         "{left:?}"
     );
+    // An emulator's relative timeout (600 s) is read as such.
+    let d = deadline_from_epoch_millis(600_000, Duration::from_millis(500));
+    let left = d.saturating_duration_since(tokio::time::Instant::now());
+    assert!(
+        left <= Duration::from_millis(599_500) && left >= Duration::from_millis(599_000),
+        "{left:?}"
+    );
     // A deadline already past (or within the margin) leaves no time at all.
     let d = deadline_from_epoch_millis(now_ms + 100, Duration::from_millis(500));
     assert_eq!(

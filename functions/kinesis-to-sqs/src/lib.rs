@@ -1,0 +1,132 @@
+//! # kinesis-to-sqs
+//!
+//! A Lambda function for a Kinesis event source mapping with
+//! `ReportBatchItemFailures`: every record becomes an SQS message (or one per
+//! user record of a KPL aggregate), the shared crate sends them, and the
+//! answer reports exactly the records Lambda must deliver again.
+//!
+//! The flow, one module per step:
+//!
+//! ```text
+//! KinesisEvent --records::prepare--> Vec<Message<Position>>   (kpl: de-aggregation)
+//!              --Forwarder::send_all--> Vec<MessageOutcome<Position>>
+//!              --checkpoint::answer--> KinesisEventResponse { batchItemFailures }
+//! ```
+//!
+//! [`handle`] is generic over the [`Transport`], so tests drive it with a
+//! fake and with the real `SqsTransport` against a local SQS endpoint.
+
+use aws_lambda_events::event::kinesis::KinesisEvent;
+use aws_lambda_events::event::streams::KinesisEventResponse;
+use sqs_forwarder::{Forwarder, Summary, Transport};
+use tokio::time::Instant;
+
+pub mod checkpoint;
+pub mod kpl;
+pub mod records;
+pub mod settings;
+
+pub use checkpoint::AnswerError;
+pub use settings::{Settings, VARIABLES};
+
+/// The event and response types, re-exported for callers and tests.
+pub mod event {
+    pub use aws_lambda_events::event::kinesis::{KinesisEvent, KinesisEventRecord, KinesisRecord};
+    pub use aws_lambda_events::event::streams::{KinesisBatchItemFailure, KinesisEventResponse};
+}
+
+/// The service name: the `Service` dimension of the metrics.
+pub const SERVICE: &str = "kinesis-to-sqs";
+
+/// This function's own metrics (the shared crate counts messages).
+pub mod metric {
+    /// Kinesis records received.
+    pub const RECORDS_IN: &str = "RecordsIn";
+    /// User records taken out of KPL aggregates.
+    pub const USER_RECORDS: &str = "KplUserRecords";
+    /// KPL aggregates that could not be read (checksum, protobuf).
+    pub const CORRUPT_AGGREGATES: &str = "KplCorruptAggregates";
+    /// Records reported in `batchItemFailures`.
+    pub const RECORDS_FAILED: &str = "RecordsFailed";
+    /// Records that failed for good and were left out (`PERMANENT_FAILURES=skip`).
+    pub const RECORDS_SKIPPED: &str = "RecordsSkipped";
+}
+
+/// Forward one batch and answer which records Lambda must deliver again.
+///
+/// `deadline`: when sending must stop (the Lambda deadline less the margin);
+/// what is unsent then is reported, not lost.
+pub async fn handle<T: Transport>(
+    forwarder: &Forwarder<T>,
+    settings: &Settings,
+    event: KinesisEvent,
+    deadline: Option<Instant>,
+) -> Result<KinesisEventResponse, AnswerError> {
+    let total = event.records.len();
+    let fifo = forwarder.rules().fifo;
+    let prepared = records::prepare(event.records, settings, fifo);
+    let user_records: usize = prepared
+        .records
+        .iter()
+        .filter(|r| r.aggregated)
+        .map(|r| r.messages)
+        .sum();
+    metrics::counter!(metric::RECORDS_IN).increment(total as u64);
+    metrics::counter!(metric::USER_RECORDS).increment(user_records as u64);
+
+    let outcomes = forwarder.send_all(prepared.messages, deadline).await;
+    let summary = Summary::of(&outcomes);
+    let per_record = checkpoint::record_outcomes(&prepared.records, &outcomes);
+    let answer = checkpoint::answer(&prepared.records, &per_record, settings.permanent_failures);
+
+    // Why records failed, by code ("DeadlineExceeded:3,MessageTooLarge:1").
+    let mut codes: std::collections::BTreeMap<&str, usize> = Default::default();
+    for outcome in &per_record {
+        if let checkpoint::RecordOutcome::Failed(f) = outcome {
+            *codes.entry(f.code.as_str()).or_default() += 1;
+        }
+    }
+    let failure_codes = codes
+        .iter()
+        .map(|(code, n)| format!("{code}:{n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+
+    match &answer {
+        Ok(a) => {
+            metrics::counter!(metric::RECORDS_FAILED).increment(a.reported as u64);
+            metrics::counter!(metric::RECORDS_SKIPPED).increment(a.skipped as u64);
+            let first = a
+                .response
+                .batch_item_failures
+                .first()
+                .and_then(|f| f.item_identifier.as_deref());
+            let log = |msg: &str| {
+                tracing::info!(
+                    records = total,
+                    user_records,
+                    messages = outcomes.len(),
+                    sent = summary.sent,
+                    failed_retryable = summary.failed_retryable,
+                    failed_permanent = summary.failed_permanent,
+                    dropped = summary.dropped,
+                    reported = a.reported,
+                    skipped = a.skipped,
+                    resume_at = first.unwrap_or(""),
+                    failure_codes = %failure_codes,
+                    "{msg}"
+                )
+            };
+            if a.reported == 0 {
+                log("batch forwarded");
+            } else {
+                log("batch partly forwarded; Lambda resumes at the lowest reported record");
+            }
+        }
+        Err(e) => {
+            metrics::counter!(metric::RECORDS_FAILED).increment(total as u64);
+            tracing::error!(error = %e, records = total, "failing the invocation");
+        }
+    }
+    answer.map(|a| a.response)
+}
