@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 endpoint="$(scripts/local-sqs.sh start)"
 export SQS_TEST_ENDPOINT="$endpoint"
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+# RabbitMQ for the rabbitmq-to-sqs end-to-end tests (started if installed).
+rabbitmq_url="$(scripts/local-rabbitmq.sh start)"
+export RABBITMQ_TEST_URL="$rabbitmq_url"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -5,7 +5,8 @@
 //! (default `info`). Metrics go through the `metrics` facade to a CloudWatch
 //! Embedded Metric Format collector; [`Observability::flush`] writes one EMF
 //! document to standard output, where Lambda's log capture turns it into
-//! CloudWatch metrics. Nothing here logs message bodies or credentials.
+//! CloudWatch metrics. Nothing here logs message bodies or credentials, and
+//! the AMQP client's trace-level frame dumps are never enabled.
 
 use std::sync::OnceLock;
 
@@ -30,7 +31,19 @@ pub fn in_lambda() -> bool {
 /// later calls return the first handle.
 pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observability {
     *INSTALLED.get_or_init(|| {
-        let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+        let mut filter =
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+        // The AMQP client's trace logs print raw frames, the login included:
+        // never below debug, whatever RUST_LOG says.
+        for quiet in [
+            "lapin=debug",
+            "amq_protocol=debug",
+            "amq_protocol_types=debug",
+        ] {
+            if let Ok(d) = quiet.parse() {
+                filter = filter.add_directive(d);
+            }
+        }
         let json = match format {
             LogFormat::Json => true,
             LogFormat::Text => false,

@@ -1,0 +1,385 @@
+//! The broker: its URL, the credentials, the connection with its timeouts,
+//! and errors that never show the password.
+//!
+//! The password can sit in `RABBITMQ_URL` or come from a Secrets Manager
+//! secret ([`crate::secret`]). Either way it never reaches a log line or an
+//! error: URLs are shown [`redact`]ed, and every text that comes back from
+//! the AMQP client is [`Secrets::scrub`]bed of the password before it is
+//! shown.
+
+use std::fmt;
+use std::time::Duration;
+
+use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
+use lapin::uri::{AMQPScheme, AMQPUri};
+use lapin::{Connection, ConnectionProperties, ErrorKind};
+
+/// What replaces a password in anything shown.
+pub const MASK: &str = "***";
+
+/// A URL with its password replaced by [`MASK`]. Works on text that is not a
+/// valid URL too: everything between the user name and the last `@` of the
+/// authority is hidden.
+pub fn redact(raw: &str) -> String {
+    let raw = raw.trim();
+    let Some(scheme_end) = raw.find("://") else {
+        // Not a URL at all: show it only if it cannot hold a password.
+        return if raw.contains('@') || raw.contains(':') {
+            "(hidden: not a URL)".to_owned()
+        } else {
+            raw.to_owned()
+        };
+    };
+    let (scheme, rest) = (&raw[..scheme_end], &raw[scheme_end + 3..]);
+    // The userinfo ends at the last '@' (a password may hold '/', '?' or '#'
+    // when it was not percent-encoded).
+    match rest.rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            let user = match userinfo.find(':') {
+                Some(colon) => format!("{}:{MASK}", &userinfo[..colon]),
+                None => userinfo.to_owned(),
+            };
+            format!("{scheme}://{user}@{}", &rest[at + 1..])
+        }
+        None => raw.to_owned(),
+    }
+}
+
+/// The passwords in play, to scrub from any text before it is shown.
+#[derive(Clone, Default)]
+pub struct Secrets(Vec<String>);
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secrets({} hidden)", self.0.len())
+    }
+}
+
+impl Secrets {
+    /// Remember `secret` (and its percent-encoded form) for scrubbing.
+    pub fn add(&mut self, secret: &str) {
+        if secret.is_empty() {
+            return;
+        }
+        for s in [secret.to_owned(), percent_encode(secret)] {
+            if !self.0.contains(&s) {
+                self.0.push(s);
+            }
+        }
+        // Longest first, so that a secret containing another is hidden whole.
+        self.0.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+
+    /// `text` with every known secret replaced by [`MASK`].
+    pub fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for s in &self.0 {
+            out = out.replace(s.as_str(), MASK);
+        }
+        out
+    }
+}
+
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// A user name and password for the broker.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Credentials {
+    /// User name; `None` keeps the URL's.
+    pub username: Option<String>,
+    /// Password.
+    pub password: String,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("username", &self.username)
+            .field("password", &MASK)
+            .finish()
+    }
+}
+
+/// A parsed `RABBITMQ_URL`. Its `Debug` and `Display` show it redacted.
+#[derive(Clone)]
+pub struct BrokerUrl {
+    uri: AMQPUri,
+    redacted: String,
+}
+
+impl fmt::Debug for BrokerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "BrokerUrl({})", self.redacted)
+    }
+}
+
+impl fmt::Display for BrokerUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted)
+    }
+}
+
+impl BrokerUrl {
+    /// Parse an `amqp://` or `amqps://` URL. The error says what is wrong
+    /// and never holds the URL's password.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let raw = raw.trim();
+        let lower = raw.to_ascii_lowercase();
+        if !(lower.starts_with("amqp://") || lower.starts_with("amqps://")) {
+            return Err("the scheme must be amqp:// or amqps://".into());
+        }
+        let uri: AMQPUri = raw.parse().map_err(|e: String| {
+            // The parser's message may quote the input: hide it.
+            let mut secrets = Secrets::default();
+            if let Some(rest) = raw.split_once("://").map(|(_, r)| r)
+                && let Some(at) = rest.rfind('@')
+                && let Some((_, pw)) = rest[..at].split_once(':')
+            {
+                secrets.add(pw);
+            }
+            secrets.scrub(&e.replace(raw, &redact(raw)))
+        })?;
+        if uri.authority.host.is_empty() {
+            return Err("the URL names no host".into());
+        }
+        Ok(BrokerUrl {
+            redacted: redact(raw),
+            uri,
+        })
+    }
+
+    /// The URL with its password hidden.
+    pub fn redacted(&self) -> &str {
+        &self.redacted
+    }
+
+    /// Whether the connection uses TLS (`amqps://`).
+    pub fn tls(&self) -> bool {
+        self.uri.scheme == AMQPScheme::AMQPS
+    }
+
+    /// The user name in the URL.
+    pub fn username(&self) -> &str {
+        &self.uri.authority.userinfo.username
+    }
+
+    /// The virtual host.
+    pub fn vhost(&self) -> &str {
+        &self.uri.vhost
+    }
+
+    /// The password in the URL (empty when none).
+    pub fn password(&self) -> &str {
+        &self.uri.authority.userinfo.password
+    }
+
+    /// The URI to connect with: these credentials (if any) in place of the
+    /// URL's, and the heartbeat and TCP connect timeout, unless the URL sets
+    /// its own (`?heartbeat=..&connection_timeout=..`).
+    pub fn connect_uri(
+        &self,
+        credentials: Option<&Credentials>,
+        heartbeat: u16,
+        connect_timeout: Duration,
+    ) -> AMQPUri {
+        let mut uri = self.uri.clone();
+        if let Some(c) = credentials {
+            uri.authority.userinfo.password = c.password.clone();
+            if let Some(u) = &c.username {
+                uri.authority.userinfo.username = u.clone();
+            }
+        }
+        if uri.query.heartbeat.is_none() {
+            uri.query.heartbeat = Some(heartbeat);
+        }
+        if uri.query.connection_timeout.is_none() {
+            uri.query.connection_timeout =
+                Some(u64::try_from(connect_timeout.as_millis()).unwrap_or(u64::MAX));
+        }
+        uri
+    }
+}
+
+/// A failure to reach or use the broker. The texts never hold a password.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrokerError {
+    /// No answer within `RABBITMQ_CONNECT_TIMEOUT_MS`.
+    #[error(
+        "could not connect to RabbitMQ at {url}: no complete handshake within {ms} ms (RABBITMQ_CONNECT_TIMEOUT_MS); check the host, port, amqp/amqps and security groups"
+    )]
+    Timeout {
+        /// Redacted URL.
+        url: String,
+        /// The timeout.
+        ms: u128,
+    },
+    /// The broker refused the login.
+    #[error(
+        "RabbitMQ at {url} refused the login of user {user:?}: wrong user name or password, or no access to vhost {vhost:?} ({detail})"
+    )]
+    AccessRefused {
+        /// Redacted URL.
+        url: String,
+        /// The user name.
+        user: String,
+        /// The vhost.
+        vhost: String,
+        /// The broker's words, scrubbed.
+        detail: String,
+    },
+    /// Any other failure to connect.
+    #[error("could not connect to RabbitMQ at {url}: {detail}")]
+    Connect {
+        /// Redacted URL.
+        url: String,
+        /// What went wrong, scrubbed.
+        detail: String,
+    },
+    /// The password secret could not be read.
+    #[error(
+        "could not read the RabbitMQ password from secret {secret:?} (RABBITMQ_PASSWORD_SECRET): {detail}"
+    )]
+    Secret {
+        /// The secret id.
+        secret: String,
+        /// What went wrong (never the secret's value).
+        detail: String,
+    },
+}
+
+impl BrokerError {
+    /// Whether the broker refused the credentials.
+    pub fn is_access_refused(&self) -> bool {
+        matches!(self, BrokerError::AccessRefused { .. })
+    }
+}
+
+/// Whether a lapin error is the broker refusing the login.
+pub fn is_access_refused(e: &lapin::Error) -> bool {
+    match e.kind() {
+        ErrorKind::ProtocolError(p) => {
+            matches!(p.kind(), AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED))
+        }
+        _ => false,
+    }
+}
+
+/// Connect to the broker, within `connect_timeout` for the whole handshake.
+pub async fn connect(
+    url: &BrokerUrl,
+    credentials: Option<&Credentials>,
+    heartbeat: u16,
+    connect_timeout: Duration,
+    connection_name: &str,
+    secrets: &Secrets,
+) -> Result<Connection, BrokerError> {
+    let uri = url.connect_uri(credentials, heartbeat, connect_timeout);
+    let user = uri.authority.userinfo.username.clone();
+    let props = ConnectionProperties::default().with_connection_name(connection_name.into());
+    match tokio::time::timeout(connect_timeout, Connection::connect_uri(uri, props)).await {
+        Err(_) => Err(BrokerError::Timeout {
+            url: url.redacted().to_owned(),
+            ms: connect_timeout.as_millis(),
+        }),
+        Ok(Err(e)) if is_access_refused(&e) => Err(BrokerError::AccessRefused {
+            url: url.redacted().to_owned(),
+            user,
+            vhost: url.vhost().to_owned(),
+            detail: secrets.scrub(&e.to_string()),
+        }),
+        Ok(Err(e)) => Err(BrokerError::Connect {
+            url: url.redacted().to_owned(),
+            detail: secrets.scrub(&e.to_string()),
+        }),
+        Ok(Ok(c)) => Ok(c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redaction_hides_the_password_only() {
+        assert_eq!(
+            redact("amqp://guest:guest@localhost:5672/%2f"),
+            "amqp://guest:***@localhost:5672/%2f"
+        );
+        assert_eq!(
+            redact("amqps://svc:p%40ss/w?rd@host/vh?heartbeat=10"),
+            "amqps://svc:***@host/vh?heartbeat=10"
+        );
+        assert_eq!(redact("amqp://only-user@host/"), "amqp://only-user@host/");
+        assert_eq!(redact("amqp://host:5672/"), "amqp://host:5672/");
+        assert_eq!(redact("guest:pw@host"), "(hidden: not a URL)");
+    }
+
+    #[test]
+    fn scrubbing_hides_plain_and_encoded_passwords() {
+        let mut s = Secrets::default();
+        s.add("p@ss word");
+        assert_eq!(
+            s.scrub("login p@ss word failed; url amqp://u:p%40ss%20word@h"),
+            "login *** failed; url amqp://u:***@h"
+        );
+        assert_eq!(format!("{s:?}"), "Secrets(2 hidden)");
+        s.add("");
+        assert_eq!(s.scrub("nothing"), "nothing");
+    }
+
+    #[test]
+    fn urls_parse_with_defaults_and_overrides() {
+        let u = BrokerUrl::parse("amqps://svc:pw@b-1.mq.us-east-1.amazonaws.com/prod").expect("ok");
+        assert!(u.tls());
+        assert_eq!(u.username(), "svc");
+        assert_eq!(u.vhost(), "prod");
+        assert_eq!(
+            format!("{u:?}"),
+            "BrokerUrl(amqps://svc:***@b-1.mq.us-east-1.amazonaws.com/prod)"
+        );
+        let uri = u.connect_uri(None, 30, Duration::from_secs(5));
+        assert_eq!(uri.authority.port, 5671);
+        assert_eq!(uri.query.heartbeat, Some(30));
+        assert_eq!(uri.query.connection_timeout, Some(5000));
+        let c = Credentials {
+            username: Some("other".into()),
+            password: "from-secret".into(),
+        };
+        let uri = u.connect_uri(Some(&c), 30, Duration::from_secs(5));
+        assert_eq!(uri.authority.userinfo.username, "other");
+        assert_eq!(uri.authority.userinfo.password, "from-secret");
+        assert!(!format!("{c:?}").contains("from-secret"));
+
+        let u = BrokerUrl::parse("amqp://guest:guest@localhost/%2f?heartbeat=7").expect("ok");
+        assert!(!u.tls());
+        assert_eq!(u.vhost(), "/");
+        let uri = u.connect_uri(None, 30, Duration::from_secs(5));
+        assert_eq!(uri.authority.port, 5672);
+        assert_eq!(uri.query.heartbeat, Some(7), "the URL's own value wins");
+    }
+
+    #[test]
+    fn bad_urls_say_why_without_the_password() {
+        for raw in [
+            "http://u:Secr3t@host/",
+            "amqp://u:Secr3t@ho st/",
+            "amqp://u:Secr3t@host:70000/",
+            "amqp://u:Secr3t@host/?heartbeat=soon",
+        ] {
+            let e = BrokerUrl::parse(raw).expect_err(raw);
+            assert!(!e.contains("Secr3t"), "{raw}: {e}");
+            assert!(!e.is_empty());
+        }
+    }
+}

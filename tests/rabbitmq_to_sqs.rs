@@ -1,0 +1,987 @@
+//! End-to-end: rabbitmq-to-sqs against the real RabbitMQ on this machine
+//! (`RABBITMQ_TEST_URL`, default amqp://guest:guest@127.0.0.1:5672/%2f) and
+//! the local SQS endpoint (also serving Secrets Manager).
+//!
+//! Every test uses its own RabbitMQ queues and SQS queues, so the tests can
+//! run in parallel with each other and with other test binaries. Failures
+//! of SQS are injected with fake transports; the broker is always real.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use base64::Engine as _;
+use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
+use lapin::options::{
+    BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use rabbitmq_to_sqs::broker::BrokerError;
+use rabbitmq_to_sqs::drain::{PollReport, StopReason};
+use rabbitmq_to_sqs::{Function, HandlerError, Settings};
+use serde_json::Value;
+use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::queue::connect_with;
+use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::{Config, Env, Forwarder, RetryPolicy, SendSettings, SqsTransport, Transport};
+use tokio::time::Instant;
+
+// ---------------------------------------------------------------- broker
+
+fn amqp_url() -> String {
+    std::env::var("RABBITMQ_TEST_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+/// The URL with another password (or none).
+fn url_with_password(password: Option<&str>) -> String {
+    let url = amqp_url();
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (userinfo, host) = rest
+        .rsplit_once('@')
+        .expect("user info in RABBITMQ_TEST_URL");
+    let user = userinfo.split(':').next().unwrap_or("guest");
+    match password {
+        Some(p) => format!("{scheme}://{user}:{p}@{host}"),
+        None => format!("{scheme}://{user}@{host}"),
+    }
+}
+
+fn unique(base: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{base}-{nanos}-{}", N.fetch_add(1, Ordering::SeqCst))
+}
+
+struct Broker {
+    conn: Connection,
+    ch: Channel,
+    queues: Vec<String>,
+}
+
+impl Broker {
+    async fn new() -> Self {
+        let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
+            .await
+            .expect("RabbitMQ must run on 127.0.0.1:5672 (scripts/local-rabbitmq.sh start), or set RABBITMQ_TEST_URL");
+        let ch = conn.create_channel().await.expect("channel");
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("publisher confirms");
+        Broker {
+            conn,
+            ch,
+            queues: Vec::new(),
+        }
+    }
+
+    /// A fresh queue; with `dead_letters`, also `<name>.dlq`, which gets
+    /// what the queue dead-letters.
+    async fn queue(&mut self, base: &str, dead_letters: bool) -> String {
+        let name = unique(base);
+        let mut args = FieldTable::default();
+        if dead_letters {
+            let dlq = format!("{name}.dlq");
+            self.ch
+                .queue_declare(
+                    dlq.as_str().into(),
+                    QueueDeclareOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .expect("declare dlq");
+            self.queues.push(dlq.clone());
+            args.insert(
+                "x-dead-letter-exchange".into(),
+                AMQPValue::LongString("".into()),
+            );
+            args.insert(
+                "x-dead-letter-routing-key".into(),
+                AMQPValue::LongString(dlq.as_str().into()),
+            );
+        }
+        self.ch
+            .queue_declare(name.as_str().into(), QueueDeclareOptions::default(), args)
+            .await
+            .expect("declare queue");
+        self.queues.push(name.clone());
+        name
+    }
+
+    async fn publish(&self, queue: &str, body: &[u8], props: BasicProperties) {
+        self.ch
+            .basic_publish(
+                "".into(),
+                queue.into(),
+                BasicPublishOptions::default(),
+                body,
+                props,
+            )
+            .await
+            .expect("publish")
+            .await
+            .expect("confirm");
+    }
+
+    async fn publish_text(&self, queue: &str, body: &str) {
+        self.publish(queue, body.as_bytes(), BasicProperties::default())
+            .await;
+    }
+
+    /// Ready messages in `queue`.
+    async fn ready(&self, queue: &str) -> u32 {
+        self.ch
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("passive declare")
+            .message_count()
+    }
+
+    /// Take every message of `queue` (acked), bodies in queue order.
+    async fn take_all(&self, queue: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(m) = self
+            .ch
+            .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+            .await
+            .expect("basic.get")
+        {
+            out.push(String::from_utf8_lossy(&m.delivery.data).into_owned());
+        }
+        out
+    }
+
+    async fn cleanup(self) {
+        for q in &self.queues {
+            let _ = self
+                .ch
+                .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
+                .await;
+        }
+        let _ = self.conn.close(200, "OK".into()).await;
+    }
+}
+
+fn text_header(v: &str) -> AMQPValue {
+    AMQPValue::LongString(LongString::from(v))
+}
+
+// ---------------------------------------------------------------- function
+
+fn settings(vars: &[(&str, &str)]) -> Settings {
+    Settings::from_env(&Env::from_pairs(vars)).expect("valid test settings")
+}
+
+fn quick_retries() -> SendSettings {
+    SendSettings {
+        retry: RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+        },
+        ..SendSettings::default()
+    }
+}
+
+fn fake_forwarder<T: Transport>(transport: T, fifo: bool) -> Forwarder<T> {
+    Forwarder::new(
+        transport,
+        quick_retries(),
+        EncodeRules {
+            fifo,
+            ..EncodeRules::default()
+        },
+    )
+}
+
+async fn sqs_forwarder(url: &str) -> Forwarder<SqsTransport> {
+    let config =
+        Config::from_lookup(|k| (k == "QUEUE_URL").then(|| url.to_owned())).expect("config");
+    connect_with(client(), &config, true)
+        .await
+        .expect("connect to local SQS")
+}
+
+fn function<T: Transport>(vars: &[(&str, &str)], forwarder: Forwarder<T>) -> Function<T> {
+    // A generous idle wait: on a loaded machine a delivery may take a while,
+    // and the tests count exactly what was drained.
+    let mut all = vec![("RABBITMQ_IDLE_MS", "1000")];
+    all.extend_from_slice(vars);
+    Function::new(settings(&all), forwarder, Duration::from_millis(200), None)
+        .expect("function")
+        .with_connection_name(unique("rmq-e2e"))
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+async fn poll<T: Transport>(f: &Function<T>) -> PollReport {
+    f.poll_until(far(), None).await.expect("poll")
+}
+
+/// A fake SQS: records the bodies it accepts; fails bodies containing
+/// "retry-me" (retryable) or "poison" (the message's fault); may sleep per
+/// call, or run a hook on a given call.
+#[derive(Clone, Default)]
+struct FakeSqs {
+    accepted: Arc<Mutex<Vec<String>>>,
+    groups: Arc<Mutex<Vec<(String, String)>>>,
+    calls: Arc<AtomicUsize>,
+    delay: Duration,
+    on_call: Option<(usize, Arc<dyn Fn() + Send + Sync>)>,
+}
+
+impl FakeSqs {
+    fn accepted(&self) -> Vec<String> {
+        self.accepted.lock().expect("lock").clone()
+    }
+}
+
+impl Transport for FakeSqs {
+    fn send_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem],
+    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        Box::pin(async move {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if let Some((at, hook)) = &self.on_call
+                && *at == n
+            {
+                let hook = Arc::clone(hook);
+                tokio::task::spawn_blocking(move || hook())
+                    .await
+                    .expect("hook");
+            }
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
+            let mut out = Vec::new();
+            for i in items {
+                let body = &i.entry.body;
+                let result = if body.contains("retry-me") {
+                    EntryResult::Failed {
+                        code: "InternalError".into(),
+                        message: "injected".into(),
+                        sender_fault: false,
+                    }
+                } else if body.contains("poison") {
+                    EntryResult::Failed {
+                        code: "InvalidParameterValue".into(),
+                        message: "injected".into(),
+                        sender_fault: true,
+                    }
+                } else {
+                    self.accepted.lock().expect("lock").push(body.clone());
+                    if let Some(g) = &i.entry.group_id {
+                        self.groups
+                            .lock()
+                            .expect("lock")
+                            .push((g.clone(), body.clone()));
+                    }
+                    EntryResult::Sent {
+                        message_id: format!("m-{n}-{}", i.id),
+                        sequence_number: None,
+                    }
+                };
+                out.push((i.id.clone(), result));
+            }
+            Ok(out)
+        })
+    }
+}
+
+// ---------------------------------------------------------------- tests
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_scheduled_poll_forwards_every_message_with_its_properties() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-all", false).await;
+    let sqs = client();
+    let url = create_queue(&sqs, "rmq-e2e-all", &[]).await;
+
+    for i in 0..30u32 {
+        let mut headers = FieldTable::default();
+        headers.insert(
+            "tenant".into(),
+            text_header(if i % 2 == 0 { "acme" } else { "globex" }),
+        );
+        headers.insert("attempt".into(), AMQPValue::LongInt(i as i32));
+        headers.insert("urgent".into(), AMQPValue::Boolean(i % 5 == 0));
+        let mut trace = FieldTable::default();
+        trace.insert("span".into(), AMQPValue::LongLongInt(i64::from(i)));
+        headers.insert("trace".into(), AMQPValue::FieldTable(trace));
+        let mut props = BasicProperties::default()
+            .with_content_type(ShortString::from("application/json"))
+            .with_headers(headers);
+        if i % 3 == 0 {
+            props = props
+                .with_correlation_id(ShortString::from(format!("corr-{i}")))
+                .with_message_id(ShortString::from(format!("msg-{i}")));
+        }
+        broker
+            .publish(
+                &queue,
+                format!("{{\"n\":{i},\"text\":\"grüße 🌍\"}}").as_bytes(),
+                props,
+            )
+            .await;
+    }
+    broker
+        .publish(
+            &queue,
+            &[0xF3, 0x89, 0x9A, 0xC2, 0x00, 0xFF],
+            BasicProperties::default(),
+        )
+        .await;
+
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("RABBITMQ_PREFETCH", "7"),
+            (
+                "PROPERTY_ATTRIBUTES",
+                "content-type,routing-key,correlation-id",
+            ),
+        ],
+        sqs_forwarder(&url).await,
+    );
+    let schedule: Value = serde_json::from_str(include_str!("../events/rabbitmq-schedule.json"))
+        .expect("sample schedule");
+    let out = f
+        .handle_until(schedule, far(), None)
+        .await
+        .expect("scheduled poll");
+    assert_eq!(out["queues"][0]["received"], 31, "{out}");
+    assert_eq!(out["queues"][0]["sent"], 31, "{out}");
+    assert_eq!(out["queues"][0]["stop"], "empty", "{out}");
+
+    let received = drain(&sqs, &url, 31).await;
+    assert_eq!(received.len(), 31);
+    let mut seen = HashSet::new();
+    for m in &received {
+        let attrs = attributes(m);
+        let body = m.body().expect("body");
+        if let Some((_, v)) = attrs.get("sqs-forwarder.encoding") {
+            assert_eq!(v, b"base64");
+            assert_eq!(
+                body,
+                base64::engine::general_purpose::STANDARD
+                    .encode([0xF3, 0x89, 0x9A, 0xC2, 0x00, 0xFF])
+            );
+            seen.insert(-1);
+            continue;
+        }
+        let v: Value = serde_json::from_str(body).expect("JSON body, as published");
+        let i = v["n"].as_i64().expect("n");
+        assert_eq!(v["text"], "grüße 🌍");
+        seen.insert(i);
+        let s = |name: &str| {
+            attrs
+                .get(name)
+                .map(|(t, v)| (t.clone(), String::from_utf8_lossy(v).into_owned()))
+        };
+        assert_eq!(
+            s("amqp.content-type"),
+            Some(("String".into(), "application/json".into()))
+        );
+        assert_eq!(
+            s("amqp.routing-key"),
+            Some(("String".into(), queue.clone()))
+        );
+        assert_eq!(
+            s("tenant"),
+            Some((
+                "String".into(),
+                if i % 2 == 0 { "acme" } else { "globex" }.into()
+            ))
+        );
+        assert_eq!(s("attempt"), Some(("Number".into(), i.to_string())));
+        assert_eq!(
+            s("urgent"),
+            Some(("String".into(), (i % 5 == 0).to_string()))
+        );
+        assert_eq!(
+            s("trace"),
+            Some(("String".into(), format!("{{\"span\":{i}}}")))
+        );
+        if i % 3 == 0 {
+            assert_eq!(
+                s("amqp.correlation-id"),
+                Some(("String".into(), format!("corr-{i}")))
+            );
+        } else {
+            assert_eq!(s("amqp.correlation-id"), None);
+        }
+    }
+    assert_eq!(seen.len(), 31, "every message exactly once");
+    assert_eq!(broker.ready(&queue).await, 0, "everything acked");
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn exactly_once_into_fifo_dedups_by_correlation_id_and_rejects_messages_without_one() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-once", true).await;
+    let sqs = client();
+    let url = create_queue(&sqs, "rmq-e2e-once.fifo", &[]).await;
+
+    let mut expected = Vec::new();
+    for i in 0..10 {
+        let body = format!("order-{i}");
+        let props =
+            BasicProperties::default().with_correlation_id(ShortString::from(format!("c-{i}")));
+        broker.publish(&queue, body.as_bytes(), props).await;
+        expected.push(body);
+        if i == 3 {
+            // A redelivery-like duplicate: same correlation id.
+            let props = BasicProperties::default().with_correlation_id(ShortString::from("c-3"));
+            broker.publish(&queue, b"order-3", props).await;
+        }
+        if i == 5 || i == 8 {
+            broker.publish_text(&queue, &format!("no-id-{i}")).await;
+        }
+    }
+
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("DELIVERY_MODE", "exactly-once"),
+            ("RABBITMQ_PREFETCH", "4"),
+        ],
+        sqs_forwarder(&url).await,
+    );
+    let report = poll(&f).await;
+    let q = &report.queues[0];
+    assert_eq!(
+        (q.received, q.sent, q.rejected, q.requeued),
+        (13, 11, 2, 0),
+        "{q:?}"
+    );
+
+    let received = drain(&sqs, &url, 11).await;
+    let bodies: Vec<&str> = received.iter().map(|m| m.body().expect("body")).collect();
+    assert_eq!(
+        bodies, expected,
+        "one copy each, in publish order (one group: the routing key)"
+    );
+    for m in &received {
+        let attrs = m.attributes().expect("system attributes");
+        let i = m.body().expect("body").trim_start_matches("order-");
+        assert_eq!(
+            attrs
+                .get(&MessageSystemAttributeName::MessageDeduplicationId)
+                .map(String::as_str),
+            Some(format!("c-{i}").as_str())
+        );
+        assert_eq!(
+            attrs
+                .get(&MessageSystemAttributeName::MessageGroupId)
+                .map(String::as_str),
+            Some(queue.as_str())
+        );
+    }
+    assert_eq!(broker.ready(&queue).await, 0);
+    assert_eq!(
+        broker.take_all(&format!("{queue}.dlq")).await,
+        vec!["no-id-5", "no-id-8"],
+        "messages without a correlation id go to the dead-letter exchange"
+    );
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sqs_failing_for_some_messages_leaves_exactly_those_in_rabbitmq() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-fail", true).await;
+    let mut ok = Vec::new();
+    let mut retry = Vec::new();
+    let mut poison = Vec::new();
+    for i in 0..20 {
+        let body = match i {
+            2 | 7 | 11 | 17 => {
+                retry.push(format!("retry-me-{i}"));
+                format!("retry-me-{i}")
+            }
+            4 | 13 => {
+                poison.push(format!("poison-{i}"));
+                format!("poison-{i}")
+            }
+            _ => {
+                ok.push(format!("ok-{i}"));
+                format!("ok-{i}")
+            }
+        };
+        broker.publish_text(&queue, &body).await;
+    }
+
+    let fake = FakeSqs::default();
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("RABBITMQ_PREFETCH", "6"),
+        ],
+        fake_forwarder(fake.clone(), false),
+    );
+    let report = poll(&f).await;
+    let q = &report.queues[0];
+    assert_eq!(
+        (q.received, q.sent, q.requeued, q.rejected, q.stop),
+        (20, 14, 4, 2, StopReason::Empty),
+        "{q:?}"
+    );
+    let mut accepted = fake.accepted();
+    accepted.sort();
+    ok.sort();
+    assert_eq!(accepted, ok, "each good message once");
+    assert_eq!(
+        broker.take_all(&queue).await,
+        retry,
+        "exactly the messages SQS did not take are back in the queue, in order"
+    );
+    assert_eq!(
+        broker.take_all(&format!("{queue}.dlq")).await,
+        poison,
+        "messages that can never be sent are dead-lettered"
+    );
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_fifo_message_holds_back_the_rest_of_its_group() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-group", false).await;
+    // Tenant a's first message fails; its later ones come in later batches
+    // (prefetch 4), where only the function's own bookkeeping can hold them.
+    for (i, (tenant, body)) in [
+        ("a", "a1-retry-me"),
+        ("b", "b1"),
+        ("b", "b2"),
+        ("b", "b3"),
+        ("a", "a2"),
+        ("a", "a3"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut headers = FieldTable::default();
+        headers.insert("tenant".into(), text_header(tenant));
+        let props = BasicProperties::default()
+            .with_headers(headers)
+            .with_message_id(ShortString::from(format!("id-{i}")));
+        broker.publish(&queue, body.as_bytes(), props).await;
+    }
+    let fake = FakeSqs::default();
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("RABBITMQ_PREFETCH", "4"),
+            ("GROUP_ID_FROM", "header:tenant"),
+        ],
+        fake_forwarder(fake.clone(), true),
+    );
+    let report = poll(&f).await;
+    let q = &report.queues[0];
+    assert_eq!(
+        (q.received, q.sent, q.requeued, q.stop),
+        (6, 3, 3, StopReason::Empty),
+        "{q:?}"
+    );
+    let groups = fake.groups.lock().expect("lock").clone();
+    assert_eq!(
+        groups,
+        vec![
+            ("b".into(), "b1".into()),
+            ("b".into(), "b2".into()),
+            ("b".into(), "b3".into())
+        ]
+    );
+    assert_eq!(
+        broker.take_all(&queue).await,
+        vec!["a1-retry-me", "a2", "a3"],
+        "group a stays whole and in order for the next poll"
+    );
+    broker.cleanup().await;
+}
+
+fn close_connection_named(name: &str) {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args(["list_connections", "pid", "client_properties"])
+        .output()
+        .expect("rabbitmqctl must be installed for this test");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_else(|| panic!("connection {name} not listed by rabbitmqctl: {text}"));
+    let pid = line.split_whitespace().next().expect("pid");
+    let status = std::process::Command::new("rabbitmqctl")
+        .args([
+            "close_connection",
+            pid,
+            "test: connection dropped mid-drain",
+        ])
+        .status()
+        .expect("rabbitmqctl close_connection");
+    assert!(status.success(), "rabbitmqctl close_connection failed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connection_dropped_mid_drain_loses_nothing() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-drop", false).await;
+    let all: Vec<String> = (0..30).map(|i| format!("drop-{i}")).collect();
+    for body in &all {
+        broker.publish_text(&queue, body).await;
+    }
+    let vars = [
+        ("RABBITMQ_URL", amqp_url()),
+        ("RABBITMQ_QUEUES", queue.clone()),
+        ("RABBITMQ_PREFETCH", "5".to_owned()),
+    ];
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+
+    // The broker closes the function's connection while SQS takes batch 2.
+    let name = unique("rmq-e2e-drop-conn");
+    let hook_name = name.clone();
+    let fake = FakeSqs {
+        on_call: Some((2, Arc::new(move || close_connection_named(&hook_name)))),
+        ..FakeSqs::default()
+    };
+    let f = function(&vars, fake_forwarder(fake.clone(), false)).with_connection_name(name);
+    let e = f
+        .poll_until(far(), None)
+        .await
+        .expect_err("the connection was closed");
+    let HandlerError::Poll { sent, report, .. } = &e else {
+        panic!("unexpected error: {e}");
+    };
+    assert!(*sent < 30, "{e}");
+    assert_eq!(report.queues[0].stop, StopReason::Error);
+    assert!(!e.to_string().contains("guest:guest"), "{e}");
+
+    // The next poll takes what was not acked, including batch 2 again.
+    let again = FakeSqs::default();
+    let f = function(&vars, fake_forwarder(again.clone(), false));
+    let report = poll(&f).await;
+    assert_eq!(report.queues[0].stop, StopReason::Empty);
+    let mut everything: Vec<String> = fake.accepted();
+    everything.extend(again.accepted());
+    let distinct: HashSet<&String> = everything.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        30,
+        "every message reached SQS at least once"
+    );
+    assert!(everything.len() >= 30);
+    assert_eq!(broker.ready(&queue).await, 0);
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deadline_reached_mid_drain_stops_cleanly() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-deadline", false).await;
+    let all: Vec<String> = (0..20).map(|i| format!("late-{i:02}")).collect();
+    for body in &all {
+        broker.publish_text(&queue, body).await;
+    }
+    // The first SQS call ends after the stop instant: the batch in hand is
+    // settled, and no other is taken.
+    let fake = FakeSqs {
+        delay: Duration::from_millis(2500),
+        ..FakeSqs::default()
+    };
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("RABBITMQ_PREFETCH", "5"),
+        ],
+        fake_forwarder(fake.clone(), false),
+    );
+    let stop_at = Instant::now() + Duration::from_secs(2);
+    let report = f.poll_until(stop_at, None).await.expect("a clean stop");
+    let q = &report.queues[0];
+    assert_eq!(q.stop, StopReason::Deadline, "{q:?}");
+    let accepted = fake.accepted();
+    assert!(!accepted.is_empty() && accepted.len() < 20, "{q:?}");
+    assert_eq!(q.sent as usize, accepted.len());
+    let left = broker.take_all(&queue).await;
+    assert_eq!(
+        left.len() + accepted.len(),
+        20,
+        "nothing lost, nothing doubled"
+    );
+    let mut union: Vec<String> = left.into_iter().chain(accepted).collect();
+    union.sort();
+    assert_eq!(union, all);
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_queue_returns_at_once() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-empty", false).await;
+    let other = broker.queue("rmq-e2e-empty2", false).await;
+    let fake = FakeSqs::default();
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &format!("{queue},{other}")),
+        ],
+        fake_forwarder(fake.clone(), false),
+    );
+    let report = poll(&f).await;
+    assert_eq!(report.queues.len(), 2);
+    for q in &report.queues {
+        assert_eq!((q.received, q.stop), (0, StopReason::Empty), "{q:?}");
+    }
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 0, "no SQS call");
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_urls_and_wrong_passwords_fail_clearly_without_the_password() {
+    let broker = Broker::new().await;
+    let fake = FakeSqs::default();
+    let refused = |url: &str| {
+        function(
+            &[("RABBITMQ_URL", url), ("RABBITMQ_QUEUES", "any")],
+            fake_forwarder(fake.clone(), false),
+        )
+    };
+
+    let f = refused(&url_with_password(Some("Wr0ng-Pa55word")));
+    let e = f.poll_until(far(), None).await.expect_err("wrong password");
+    let shown = format!("{e} {e:?}");
+    assert!(
+        matches!(e, HandlerError::Broker(BrokerError::AccessRefused { .. })),
+        "{shown}"
+    );
+    assert!(shown.contains("refused the login"), "{shown}");
+    assert!(shown.contains(":***@"), "{shown}");
+    assert!(!shown.contains("Wr0ng-Pa55word"), "{shown}");
+
+    let f = refused("amqp://guest:S3cret-Pw%2Fx@127.0.0.1:1/%2f");
+    let e = f
+        .poll_until(far(), None)
+        .await
+        .expect_err("nothing listens");
+    let shown = format!("{e} {e:?}");
+    assert!(
+        matches!(e, HandlerError::Broker(BrokerError::Connect { .. })),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("amqp://guest:***@127.0.0.1:1/%2f"),
+        "{shown}"
+    );
+    assert!(!shown.contains("S3cret"), "{shown}");
+
+    let f = refused(&format!(
+        "{}nope",
+        url_with_password(Some("guest")).trim_end_matches("%2f")
+    ));
+    let e = f.poll_until(far(), None).await.expect_err("no such vhost");
+    assert!(e.to_string().contains("nope"), "{e}");
+
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", "rmq-e2e-does-not-exist"),
+        ],
+        fake_forwarder(fake.clone(), false),
+    );
+    let e = f.poll_until(far(), None).await.expect_err("no such queue");
+    assert!(e.to_string().contains("NOT_FOUND"), "{e}");
+    assert!(e.to_string().contains("rmq-e2e-does-not-exist"), "{e}");
+    broker.cleanup().await;
+}
+
+fn secrets_client() -> aws_sdk_secretsmanager::Client {
+    let conf = aws_sdk_secretsmanager::Config::builder()
+        .behavior_version(aws_sdk_secretsmanager::config::BehaviorVersion::latest())
+        .region(aws_sdk_secretsmanager::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(endpoint())
+        .build();
+    aws_sdk_secretsmanager::Client::from_conf(conf)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_password_can_come_from_secrets_manager() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-secret", false).await;
+    for i in 0..3 {
+        broker.publish_text(&queue, &format!("s-{i}")).await;
+    }
+    let sm = secrets_client();
+    let good = unique("rmq-e2e/good");
+    let password = amqp_url()
+        .split_once("://")
+        .and_then(|(_, r)| r.rsplit_once('@'))
+        .and_then(|(u, _)| u.split_once(':'))
+        .map(|(_, p)| p.to_owned())
+        .expect("password in RABBITMQ_TEST_URL");
+    sm.create_secret()
+        .name(&good)
+        .secret_string(serde_json::json!({ "password": password }).to_string())
+        .send()
+        .await
+        .expect("create secret");
+    let bad = unique("rmq-e2e/bad");
+    sm.create_secret()
+        .name(&bad)
+        .secret_string("Not-The-Pw-42")
+        .send()
+        .await
+        .expect("create secret");
+
+    let with_secret = |secret: &str, fake: FakeSqs| {
+        Function::new(
+            settings(&[
+                ("RABBITMQ_URL", &url_with_password(None)),
+                ("RABBITMQ_QUEUES", &queue),
+                ("RABBITMQ_PASSWORD_SECRET", secret),
+                ("RABBITMQ_IDLE_MS", "1000"),
+            ]),
+            fake_forwarder(fake, false),
+            Duration::from_millis(200),
+            Some(sm.clone()),
+        )
+        .expect("function")
+    };
+
+    let fake = FakeSqs::default();
+    let e = with_secret(&bad, fake.clone())
+        .poll_until(far(), None)
+        .await
+        .expect_err("wrong password in the secret");
+    let shown = format!("{e} {e:?}");
+    assert!(
+        matches!(e, HandlerError::Broker(BrokerError::AccessRefused { .. })),
+        "{shown}"
+    );
+    assert!(!shown.contains("Not-The-Pw-42"), "{shown}");
+
+    let e = with_secret("rmq-e2e/missing", fake.clone())
+        .poll_until(far(), None)
+        .await
+        .expect_err("no such secret");
+    assert!(
+        matches!(e, HandlerError::Broker(BrokerError::Secret { .. })),
+        "{e}"
+    );
+    assert!(e.to_string().contains("rmq-e2e/missing"), "{e}");
+
+    let report = with_secret(&good, fake.clone())
+        .poll_until(far(), None)
+        .await
+        .expect("the secret's password works");
+    assert_eq!(report.queues[0].sent, 3);
+    let mut accepted = fake.accepted();
+    accepted.sort();
+    assert_eq!(accepted, vec!["s-0", "s-1", "s-2"]);
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auto_ack_forwards_and_forgets() {
+    let mut broker = Broker::new().await;
+    let queue = broker.queue("rmq-e2e-autoack", false).await;
+    for i in 0..12 {
+        let body = if i % 4 == 0 {
+            format!("retry-me-{i}")
+        } else {
+            format!("fine-{i}")
+        };
+        broker.publish_text(&queue, &body).await;
+    }
+    let fake = FakeSqs::default();
+    let f = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("DELIVERY_MODE", "auto-ack"),
+            ("RABBITMQ_PREFETCH", "5"),
+            ("RABBITMQ_MAX_MESSAGES", "10"),
+        ],
+        fake_forwarder(fake.clone(), false),
+    );
+    let report = poll(&f).await;
+    let q = &report.queues[0];
+    assert_eq!(
+        (q.received, q.sent, q.lost, q.stop),
+        (10, 7, 3, StopReason::MaxMessages),
+        "{q:?}"
+    );
+    assert_eq!(
+        broker.take_all(&queue).await,
+        vec!["fine-10", "fine-11"],
+        "failed messages are gone (no guarantee); the budget is honoured exactly"
+    );
+    broker.cleanup().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_amazon_mq_batch_lands_in_sqs_with_its_properties() {
+    let sqs = client();
+    let url = create_queue(&sqs, "rmq-e2e-amazon-mq", &[]).await;
+    let f = function(
+        &[("PROPERTY_ATTRIBUTES", "content-type,message-id,type")],
+        sqs_forwarder(&url).await,
+    );
+    let event: Value = serde_json::from_str(include_str!("../events/rabbitmq-amazon-mq.json"))
+        .expect("sample aws:rmq event");
+    let out = f.handle_until(event, far(), None).await.expect("forwarded");
+    assert_eq!(out["sent"], 3, "{out}");
+    let received = drain(&sqs, &url, 3).await;
+    assert_eq!(received.len(), 3);
+    let by_body: BTreeMap<String, _> = received
+        .iter()
+        .map(|m| (m.body().expect("body").to_owned(), attributes(m)))
+        .collect();
+    let first = &by_body[r#"{"order":1001,"total":"42.50"}"#];
+    assert_eq!(first["tenant"], ("String".into(), b"acme".to_vec()));
+    assert_eq!(first["attempt"], ("Number".into(), b"1".to_vec()));
+    assert_eq!(
+        first["amqp.message-id"],
+        ("String".into(), b"msg-1001".to_vec())
+    );
+    assert_eq!(
+        first["amqp.type"],
+        ("String".into(), b"order.created".to_vec())
+    );
+    assert_eq!(
+        first["amqp.content-type"],
+        ("String".into(), b"application/json".to_vec())
+    );
+    let png = by_body
+        .iter()
+        .find(|(_, a)| a.contains_key("sqs-forwarder.encoding"))
+        .expect("the binary body arrives base64-encoded and marked");
+    assert_eq!(png.0, "iVBORw0KGgoA");
+}
