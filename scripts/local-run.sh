@@ -1,48 +1,34 @@
 #!/usr/bin/env bash
-# The main job, locally: forward the sample messages in events/ to a local
-# SQS queue through the shared crate, then show what landed in the queue.
+# The main job, locally: build the four functions, run each on its sample
+# events in events/ the way Lambda runs it (a local runtime-API harness),
+# against a local SQS endpoint (and the RabbitMQ on 127.0.0.1:5672 when one
+# is running), then show what landed in the queues.
 #
-#   scripts/local-run.sh [events/messages.ndjson]
+#   scripts/local-run.sh
 #
-# Installs and starts the local SQS endpoint (scripts/local-sqs.sh) if needed.
-# Any forwarder variable from the README (MAX_MESSAGE_BYTES, OVERSIZE_POLICY,
-# BODY_ENCODING, ...) can be set in the environment to see its effect.
+# Installs what it needs (the moto server and pika into .local/venv) and
+# stops what it started. RUST_LOG=info shows the functions' own logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-file="${1:-events/messages.ndjson}"
 
+started_sqs=no
+scripts/local-sqs.sh status || started_sqs=yes
 endpoint="$(scripts/local-sqs.sh start)"
-export AWS_ENDPOINT_URL_SQS="$endpoint" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+cleanup() { if [ "$started_sqs" = yes ]; then scripts/local-sqs.sh stop; fi; }
+trap cleanup EXIT
 py=.local/venv/bin/python
+"$py" -c "import pika" 2>/dev/null || .local/venv/bin/pip install --quiet --disable-pip-version-check 'pika==1.*' >&2
 
-queue_url="$("$py" - "$endpoint" <<'PY'
-import sys, boto3
-sqs = boto3.client("sqs", endpoint_url=sys.argv[1], region_name="us-east-1")
-import time
-url = sqs.create_queue(QueueName=f"sqs-forwarder-demo-{int(time.time() * 1000)}")["QueueUrl"]
-print(url)
-PY
-)"
-echo "== forwarding $file to $queue_url"
-status=0
-QUEUE_URL="$queue_url" cargo run --quiet -p sqs-forwarder --example forward_file -- "$file" || status=$?
+if (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+  export LOCAL_RUN_RABBITMQ_URL="amqp://guest:guest@127.0.0.1:5672/%2f"
+  echo "RabbitMQ: 127.0.0.1:5672"
+else
+  echo "RabbitMQ: not running on 127.0.0.1:5672; rabbitmq-to-sqs will be skipped"
+fi
+echo "local SQS (and S3): $endpoint"
+echo "building the functions..."
+cargo build --quiet -p kinesis-to-sqs -p s3-to-sqs -p apigw-to-sqs -p rabbitmq-to-sqs
 
-echo "== what landed in the queue"
-"$py" - "$endpoint" "$queue_url" <<'PY'
-import sys, time, boto3
-sqs = boto3.client("sqs", endpoint_url=sys.argv[1], region_name="us-east-1")
-url, seen, deadline = sys.argv[2], 0, time.time() + 6
-while time.time() < deadline:
-    out = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
-                              MessageAttributeNames=["All"])
-    for m in out.get("Messages", []):
-        seen += 1
-        attrs = {k: v.get("StringValue", v.get("BinaryValue")) for k, v in m.get("MessageAttributes", {}).items()}
-        print(f"{m['MessageId']}  body={m['Body']!r}  attributes={attrs}")
-        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-print(f"{seen} messages received")
-sqs.delete_queue(QueueUrl=url)
-PY
-# The example exits 1 when some messages failed (the sample file has two that
-# must fail); only a crash or a bad configuration (exit 2) fails the run.
-[ "$status" -le 1 ] || exit "$status"
+export AWS_ENDPOINT_URL_SQS="$endpoint" AWS_ENDPOINT_URL_SECRETS_MANAGER="$endpoint"
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+"$py" scripts/local_run.py

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install (once) and start a local SQS-compatible endpoint: the moto server,
-# in a virtualenv under .local/ (never the system Python).
+# in a virtualenv under .local/ (never the system Python), with the SQS
+# Extended Client library the offload tests consume with.
 #
 #   scripts/local-sqs.sh start   # idempotent; prints the endpoint URL
 #   scripts/local-sqs.sh stop
+#   scripts/local-sqs.sh status  # exit 0 when it answers
 #
 # Environment: LOCAL_SQS_PORT (default 4566).
 set -euo pipefail
@@ -19,6 +21,11 @@ install() {
     mkdir -p "$root/.local"
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.*' >&2
+  fi
+  # The official SQS Extended Client for Python: the consumer of the
+  # claim-check end-to-end test (tests/offload.rs).
+  if ! "$venv/bin/python" -c 'import sqs_extended_client' 2>/dev/null; then
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'amazon-sqs-extended-client==1.*' >&2
   fi
 }
 
@@ -41,9 +48,12 @@ case "${1:-start}" in
     fi
     echo "$endpoint"
     ;;
+  status)
+    running
+    ;;
   stop)
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
     rm -f "$pidfile"
     ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
 esac

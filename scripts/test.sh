@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, lints, unit, property, fault and
-# end-to-end tests. Installs and starts the local SQS endpoint it needs.
+# The project's test command: template checks, formatting, lints, unit,
+# property, fault and end-to-end tests. Installs and starts what it needs: the
+# local SQS/S3/Secrets Manager endpoint (moto), RabbitMQ, cfn-lint and SAM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,11 +12,15 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
 rabbitmq_url="$(scripts/local-rabbitmq.sh start)"
 export RABBITMQ_TEST_URL="$rabbitmq_url"
 
+echo "== template.yaml"
+scripts/check-template.sh | tee .local/template.log
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (local SQS at $endpoint)"
 cargo test --workspace 2>&1 | tee .local/test.log
-# One closing line for the whole run.
-awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log
+# One closing line for the whole run (the template checks count too).
+awk '/^test result:/ { p += $4; f += $6; i += $8 }
+     /^template: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log .local/template.log

@@ -8,7 +8,7 @@
 //! variables as the Lambda functions (`QUEUE_URL`, ...).
 //!
 //! ```text
-//! QUEUE_URL=http://127.0.0.1:4566/000000000000/demo cargo run --example forward_file -- events/messages.ndjson
+//! QUEUE_URL=http://127.0.0.1:4566/000000000000/demo cargo run --example forward_file -- shared/examples/messages.ndjson
 //! ```
 
 use std::process::ExitCode;

@@ -11,6 +11,7 @@ use crate::batch::FifoOrder;
 use crate::encode::{BodyEncoding, DEFAULT_ENCODING_ATTRIBUTE, check_attribute};
 use crate::limits::{MAX_BATCH_ENTRIES, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, MIN_MESSAGE_BYTES};
 use crate::message::Attribute;
+use crate::offload::{self, OffloadSettings, SizeAttribute};
 use crate::retry::RetryPolicy;
 use crate::send::OversizePolicy;
 
@@ -62,6 +63,20 @@ impl QueueTarget {
     }
 }
 
+/// A role to send as (`ASSUME_ROLE_ARN`): its temporary credentials sign
+/// every SQS call (and the S3 calls of a function that reads objects).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssumeRole {
+    /// The role's ARN (`ASSUME_ROLE_ARN`).
+    pub role_arn: String,
+    /// The session name (`ASSUME_ROLE_SESSION_NAME`), visible in the role
+    /// owner's CloudTrail.
+    pub session_name: String,
+    /// The external id the role's trust policy asks for
+    /// (`ASSUME_ROLE_EXTERNAL_ID`).
+    pub external_id: Option<String>,
+}
+
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LogFormat {
@@ -79,6 +94,11 @@ pub enum LogFormat {
 pub struct Config {
     /// The target queue.
     pub queue: QueueTarget,
+    /// The SQS client's region (`SQS_REGION`); when unset, the queue URL's
+    /// region, else the SDK's (`AWS_REGION`).
+    pub sqs_region: Option<String>,
+    /// The role to send as (`ASSUME_ROLE_ARN` and its companions).
+    pub assume_role: Option<AssumeRole>,
     /// Entries per call (`MAX_BATCH_ENTRIES`).
     pub max_batch_entries: usize,
     /// Lowers the queue's own message limit (`MAX_MESSAGE_BYTES`).
@@ -98,6 +118,9 @@ pub struct Config {
     pub deadline_margin: Duration,
     /// Oversize policy (`OVERSIZE_POLICY`).
     pub oversize: OversizePolicy,
+    /// Where and when payloads go to S3; `Some` exactly when
+    /// `OVERSIZE_POLICY=offload` (`OFFLOAD_*`).
+    pub offload: Option<OffloadConfig>,
     /// Body encoding policy (`BODY_ENCODING`).
     pub body_encoding: BodyEncoding,
     /// Marker attribute name (`ENCODING_ATTRIBUTE`).
@@ -112,11 +135,28 @@ pub struct Config {
     pub log_format: LogFormat,
 }
 
+/// Where and when payloads go to S3 (`OVERSIZE_POLICY=offload`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffloadConfig {
+    /// The bucket (`OFFLOAD_BUCKET`).
+    pub bucket: String,
+    /// Key prefix, threshold, always, size attribute (`OFFLOAD_KEY_PREFIX`,
+    /// `OFFLOAD_THRESHOLD_BYTES`, `OFFLOAD_ALWAYS`, `OFFLOAD_SIZE_ATTRIBUTE`).
+    pub settings: OffloadSettings,
+    /// Path-style S3 addressing, for local endpoints
+    /// (`OFFLOAD_FORCE_PATH_STYLE`).
+    pub force_path_style: bool,
+}
+
 /// Every variable [`Config::from_env`] reads, with its default ("" = none).
 pub const VARIABLES: &[(&str, &str)] = &[
     ("QUEUE_URL", ""),
     ("QUEUE_NAME", ""),
     ("QUEUE_OWNER_ACCOUNT_ID", ""),
+    ("SQS_REGION", ""),
+    ("ASSUME_ROLE_ARN", ""),
+    ("ASSUME_ROLE_SESSION_NAME", "sqs-forwarder"),
+    ("ASSUME_ROLE_EXTERNAL_ID", ""),
     ("MAX_BATCH_ENTRIES", "10"),
     ("MAX_MESSAGE_BYTES", ""),
     ("FALLBACK_MESSAGE_BYTES", "1048576"),
@@ -128,6 +168,12 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("CALL_TIMEOUT_MS", "10000"),
     ("DEADLINE_MARGIN_MS", "500"),
     ("OVERSIZE_POLICY", "fail"),
+    ("OFFLOAD_BUCKET", ""),
+    ("OFFLOAD_KEY_PREFIX", ""),
+    ("OFFLOAD_THRESHOLD_BYTES", ""),
+    ("OFFLOAD_ALWAYS", "false"),
+    ("OFFLOAD_SIZE_ATTRIBUTE", offload::SIZE_ATTRIBUTE),
+    ("OFFLOAD_FORCE_PATH_STYLE", "false"),
     ("BODY_ENCODING", "auto"),
     ("ENCODING_ATTRIBUTE", DEFAULT_ENCODING_ATTRIBUTE),
     ("FIFO_ORDER", "strict"),
@@ -203,8 +249,169 @@ impl<F: Fn(&str) -> Option<String>> Reader<F> {
     }
 }
 
+fn flag(value: &str) -> Option<bool> {
+    match value {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
+}
+
+/// The `OFFLOAD_*` variables: all read and checked whatever the policy; the
+/// ones that only mean something under `offload` are refused under another.
+fn read_offload<F: Fn(&str) -> Option<String>>(
+    r: &Reader<F>,
+    oversize: OversizePolicy,
+) -> Result<Option<OffloadConfig>, ConfigError> {
+    let bucket = r.raw("OFFLOAD_BUCKET").map(|b| b.trim().to_owned());
+    if let Some(b) = &bucket
+        && !offload::is_bucket_name(b)
+    {
+        return Err(ConfigError::new(
+            "OFFLOAD_BUCKET",
+            b,
+            "an S3 bucket name: 3..63 of a-z 0-9 . -, starting and ending with a letter or digit",
+        ));
+    }
+    let key_prefix = r.string("OFFLOAD_KEY_PREFIX").trim().to_owned();
+    if !offload::is_key_prefix(&key_prefix) {
+        return Err(ConfigError::new(
+            "OFFLOAD_KEY_PREFIX",
+            &key_prefix,
+            "at most 512 of A-Z a-z 0-9 ! - _ . * ' ( ) /",
+        ));
+    }
+    let threshold = r
+        .number(
+            "OFFLOAD_THRESHOLD_BYTES",
+            MIN_MESSAGE_BYTES as u64,
+            MAX_MESSAGE_BYTES as u64,
+            " bytes",
+        )?
+        .map(|v| v as usize);
+    let always = r.choice("OFFLOAD_ALWAYS", flag, "true, false")?;
+    let size_attribute = r.choice(
+        "OFFLOAD_SIZE_ATTRIBUTE",
+        SizeAttribute::parse,
+        SizeAttribute::NAMES,
+    )?;
+    let force_path_style = r.choice("OFFLOAD_FORCE_PATH_STYLE", flag, "true, false")?;
+    if oversize != OversizePolicy::Offload {
+        let only = "only with OVERSIZE_POLICY=offload";
+        if let Some(t) = threshold {
+            return Err(ConfigError::new(
+                "OFFLOAD_THRESHOLD_BYTES",
+                &t.to_string(),
+                only,
+            ));
+        }
+        if always {
+            return Err(ConfigError::new("OFFLOAD_ALWAYS", "true", only));
+        }
+        return Ok(None);
+    }
+    let Some(bucket) = bucket else {
+        return Err(ConfigError::new(
+            "OFFLOAD_BUCKET",
+            "",
+            "the S3 bucket for offloaded payloads: OVERSIZE_POLICY is offload",
+        ));
+    };
+    Ok(Some(OffloadConfig {
+        bucket,
+        settings: OffloadSettings {
+            threshold,
+            always,
+            key_prefix,
+            size_attribute,
+        },
+        force_path_style,
+    }))
+}
+
 fn default_of(name: &str) -> Option<&'static str> {
     VARIABLES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d)
+}
+
+/// `ASSUME_ROLE_ARN` and its companions, checked against what STS accepts.
+fn read_assume_role<F: Fn(&str) -> Option<String>>(
+    r: &Reader<F>,
+) -> Result<Option<AssumeRole>, ConfigError> {
+    // STS's own character sets: RoleSessionName `[\w+=,.@-]`, ExternalId
+    // also `:` and `/`.
+    let session_chars = |c: char| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c);
+    let external_chars = |c: char| session_chars(c) || c == ':' || c == '/';
+    let role_arn = r.raw("ASSUME_ROLE_ARN").map(|s| s.trim().to_owned());
+    let session_set = r.raw("ASSUME_ROLE_SESSION_NAME");
+    let session_name = r.string("ASSUME_ROLE_SESSION_NAME").trim().to_owned();
+    let external_id = r
+        .raw("ASSUME_ROLE_EXTERNAL_ID")
+        .map(|s| s.trim().to_owned());
+    let Some(role_arn) = role_arn else {
+        if let Some(v) = session_set {
+            return Err(ConfigError::new(
+                "ASSUME_ROLE_SESSION_NAME",
+                &v,
+                "only with ASSUME_ROLE_ARN",
+            ));
+        }
+        if let Some(v) = external_id {
+            return Err(ConfigError::new(
+                "ASSUME_ROLE_EXTERNAL_ID",
+                &v,
+                "only with ASSUME_ROLE_ARN",
+            ));
+        }
+        return Ok(None);
+    };
+    if !is_role_arn(&role_arn) {
+        return Err(ConfigError::new(
+            "ASSUME_ROLE_ARN",
+            &role_arn,
+            "an IAM role ARN such as arn:aws:iam::123456789012:role/sqs-sender",
+        ));
+    }
+    if !(2..=64).contains(&session_name.len()) || !session_name.chars().all(session_chars) {
+        return Err(ConfigError::new(
+            "ASSUME_ROLE_SESSION_NAME",
+            &session_name,
+            "2..64 of A-Z a-z 0-9 _ + = , . @ -",
+        ));
+    }
+    if let Some(id) = &external_id
+        && (!(2..=1224).contains(&id.len()) || !id.chars().all(external_chars))
+    {
+        return Err(ConfigError::new(
+            "ASSUME_ROLE_EXTERNAL_ID",
+            id,
+            "2..1224 of A-Z a-z 0-9 _ + = , . @ : / -",
+        ));
+    }
+    Ok(Some(AssumeRole {
+        role_arn,
+        session_name,
+        external_id,
+    }))
+}
+
+/// `arn:<partition>:iam::<account>:role/<path and name>`.
+fn is_role_arn(arn: &str) -> bool {
+    let parts: Vec<&str> = arn.splitn(6, ':').collect();
+    let [prefix, partition, service, region, account, resource] = parts[..] else {
+        return false;
+    };
+    let name = resource.strip_prefix("role/").unwrap_or("");
+    prefix == "arn"
+        && (partition == "aws" || partition.starts_with("aws-"))
+        && service == "iam"
+        && region.is_empty()
+        && account.len() == 12
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && !name.is_empty()
+        && arn.len() <= 2048
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_+=,.@-/".contains(c))
 }
 
 impl Config {
@@ -288,6 +495,17 @@ impl Config {
                 "only with QUEUE_NAME (a QUEUE_URL already names the account)",
             ));
         }
+        let sqs_region = r.raw("SQS_REGION").map(|s| s.trim().to_owned());
+        if let Some(region) = &sqs_region
+            && !crate::queue::is_region_name(region)
+        {
+            return Err(ConfigError::new(
+                "SQS_REGION",
+                region,
+                "an AWS region name such as eu-west-1 or cn-north-1",
+            ));
+        }
+        let assume_role = read_assume_role(&r)?;
 
         let max_batch_entries =
             r.required_number("MAX_BATCH_ENTRIES", 1, MAX_BATCH_ENTRIES as u64, "")? as usize;
@@ -326,6 +544,7 @@ impl Config {
             OversizePolicy::parse,
             OversizePolicy::NAMES,
         )?;
+        let offload = read_offload(&r, oversize)?;
         let body_encoding = r.choice("BODY_ENCODING", BodyEncoding::parse, BodyEncoding::NAMES)?;
         let encoding_attribute = r.string("ENCODING_ATTRIBUTE");
         if check_attribute(&Attribute::string(encoding_attribute.clone(), "base64")).is_err() {
@@ -371,6 +590,8 @@ impl Config {
 
         Ok(Config {
             queue,
+            sqs_region,
+            assume_role,
             max_batch_entries,
             max_message_bytes,
             fallback_message_bytes,
@@ -384,6 +605,7 @@ impl Config {
             call_timeout: Duration::from_millis(call_timeout),
             deadline_margin: Duration::from_millis(deadline_margin),
             oversize,
+            offload,
             body_encoding,
             encoding_attribute,
             fifo_order,
@@ -460,8 +682,8 @@ mod tests {
             (e.variable.as_str(), e.allowed.as_str()),
             ("MAX_MESSAGE_BYTES", "an integer from 1024 to 1048576 bytes")
         );
-        let e = config(&[("QUEUE_URL", URL), ("OVERSIZE_POLICY", "offload")]).expect_err("bad");
-        assert_eq!(e.allowed, "one of: fail, drop");
+        let e = config(&[("QUEUE_URL", URL), ("OVERSIZE_POLICY", "spill")]).expect_err("bad");
+        assert_eq!(e.allowed, "one of: fail, drop, offload");
         let e = config(&[("QUEUE_URL", URL), ("BODY_ENCODING", "hex")]).expect_err("bad");
         assert_eq!(e.variable, "BODY_ENCODING");
         let e = config(&[
@@ -524,6 +746,169 @@ mod tests {
                 "{n} is in VARIABLES but never read"
             );
         }
+    }
+
+    #[test]
+    fn offload_settings() {
+        let c = config(&[("QUEUE_URL", URL)]).expect("valid");
+        assert_eq!(c.offload, None);
+        // A bucket alone is allowed (a template may pass it to every
+        // function) and means nothing without the policy.
+        let c = config(&[("QUEUE_URL", URL), ("OFFLOAD_BUCKET", "payloads")]).expect("valid");
+        assert_eq!(c.offload, None);
+        let c = config(&[
+            ("QUEUE_URL", URL),
+            ("OVERSIZE_POLICY", "offload"),
+            ("OFFLOAD_BUCKET", "payloads"),
+        ])
+        .expect("valid");
+        assert_eq!(
+            c.offload,
+            Some(OffloadConfig {
+                bucket: "payloads".into(),
+                settings: OffloadSettings::default(),
+                force_path_style: false,
+            })
+        );
+        let c = config(&[
+            ("QUEUE_URL", URL),
+            ("OVERSIZE_POLICY", "offload"),
+            ("OFFLOAD_BUCKET", "payloads"),
+            ("OFFLOAD_KEY_PREFIX", "kinesis/"),
+            ("OFFLOAD_THRESHOLD_BYTES", "262144"),
+            ("OFFLOAD_ALWAYS", "true"),
+            ("OFFLOAD_SIZE_ATTRIBUTE", "SQSLargePayloadSize"),
+            ("OFFLOAD_FORCE_PATH_STYLE", "true"),
+        ])
+        .expect("valid");
+        let o = c.offload.expect("offload");
+        assert_eq!(o.settings.threshold, Some(262_144));
+        assert!(o.settings.always && o.force_path_style);
+        assert_eq!(o.settings.key_prefix, "kinesis/");
+        assert_eq!(o.settings.size_attribute, SizeAttribute::Legacy);
+
+        let err = |vars: &[(&str, &str)]| {
+            let mut all = vec![("QUEUE_URL", URL)];
+            all.extend_from_slice(vars);
+            config(&all).expect_err("bad")
+        };
+        let e = err(&[("OVERSIZE_POLICY", "offload")]);
+        assert_eq!(
+            (e.variable.as_str(), e.value.as_str()),
+            ("OFFLOAD_BUCKET", "")
+        );
+        let e = err(&[
+            ("OVERSIZE_POLICY", "offload"),
+            ("OFFLOAD_BUCKET", "Bad_Bucket"),
+        ]);
+        assert_eq!(e.variable, "OFFLOAD_BUCKET");
+        let e = err(&[("OFFLOAD_KEY_PREFIX", "a b")]);
+        assert_eq!(e.variable, "OFFLOAD_KEY_PREFIX");
+        let e = err(&[("OFFLOAD_THRESHOLD_BYTES", "100")]);
+        assert_eq!(e.allowed, "an integer from 1024 to 1048576 bytes");
+        let e = err(&[("OFFLOAD_THRESHOLD_BYTES", "262144")]);
+        assert_eq!(
+            (e.variable.as_str(), e.allowed.as_str()),
+            (
+                "OFFLOAD_THRESHOLD_BYTES",
+                "only with OVERSIZE_POLICY=offload"
+            )
+        );
+        let e = err(&[("OVERSIZE_POLICY", "drop"), ("OFFLOAD_ALWAYS", "true")]);
+        assert_eq!(e.variable, "OFFLOAD_ALWAYS");
+        let e = err(&[("OFFLOAD_ALWAYS", "yes")]);
+        assert_eq!(e.allowed, "one of: true, false");
+        let e = err(&[("OFFLOAD_SIZE_ATTRIBUTE", "Size")]);
+        assert_eq!(
+            e.allowed,
+            "one of: ExtendedPayloadSize, SQSLargePayloadSize"
+        );
+    }
+
+    #[test]
+    fn region_and_assumed_role() {
+        let c = config(&[("QUEUE_URL", URL)]).expect("valid");
+        assert_eq!((c.sqs_region, c.assume_role), (None, None));
+        let c = config(&[
+            ("QUEUE_URL", URL),
+            ("SQS_REGION", "cn-northwest-1"),
+            (
+                "ASSUME_ROLE_ARN",
+                "arn:aws-cn:iam::210987654321:role/team/sqs-sender",
+            ),
+            ("ASSUME_ROLE_EXTERNAL_ID", "flink:job-7"),
+        ])
+        .expect("valid");
+        assert_eq!(c.sqs_region.as_deref(), Some("cn-northwest-1"));
+        assert_eq!(
+            c.assume_role,
+            Some(AssumeRole {
+                role_arn: "arn:aws-cn:iam::210987654321:role/team/sqs-sender".into(),
+                session_name: "sqs-forwarder".into(),
+                external_id: Some("flink:job-7".into()),
+            })
+        );
+        let c = config(&[
+            ("QUEUE_URL", URL),
+            ("ASSUME_ROLE_ARN", "arn:aws:iam::210987654321:role/s"),
+            ("ASSUME_ROLE_SESSION_NAME", "orders@eu"),
+        ])
+        .expect("valid");
+        assert_eq!(
+            c.assume_role.map(|r| (r.session_name, r.external_id)),
+            Some(("orders@eu".into(), None))
+        );
+
+        let bad = |vars: &[(&str, &str)]| {
+            let mut all = vec![("QUEUE_URL", URL)];
+            all.extend_from_slice(vars);
+            let e = config(&all).expect_err("invalid");
+            (e.variable, e.value)
+        };
+        for region in ["eu-west", "EU-WEST-1", "euwest1", "us-east-1a", "sqs"] {
+            assert_eq!(
+                bad(&[("SQS_REGION", region)]),
+                ("SQS_REGION".into(), region.into())
+            );
+        }
+        for arn in [
+            "sqs-sender",
+            "arn:aws:iam::21098765432:role/s",
+            "arn:aws:iam::210987654321:user/s",
+            "arn:aws:iam:eu-west-1:210987654321:role/s",
+            "arn:aws:sts::210987654321:role/s",
+            "arn:aws:iam::210987654321:role/",
+            "arn:aws:iam::210987654321:role/a b",
+        ] {
+            assert_eq!(
+                bad(&[("ASSUME_ROLE_ARN", arn)]),
+                ("ASSUME_ROLE_ARN".into(), arn.into())
+            );
+        }
+        let role = ("ASSUME_ROLE_ARN", "arn:aws:iam::210987654321:role/s");
+        assert_eq!(
+            bad(&[role, ("ASSUME_ROLE_SESSION_NAME", "a b")]).0,
+            "ASSUME_ROLE_SESSION_NAME"
+        );
+        assert_eq!(
+            bad(&[role, ("ASSUME_ROLE_SESSION_NAME", &"x".repeat(65))]).0,
+            "ASSUME_ROLE_SESSION_NAME"
+        );
+        assert_eq!(
+            bad(&[role, ("ASSUME_ROLE_EXTERNAL_ID", "x")]).0,
+            "ASSUME_ROLE_EXTERNAL_ID"
+        );
+        // Companions without a role are a mistake, not silently ignored.
+        assert_eq!(
+            bad(&[("ASSUME_ROLE_SESSION_NAME", "s1")]),
+            ("ASSUME_ROLE_SESSION_NAME".into(), "s1".into())
+        );
+        let e = config(&[("QUEUE_URL", URL), ("ASSUME_ROLE_EXTERNAL_ID", "ext-1")])
+            .expect_err("invalid");
+        assert_eq!(
+            e.to_string(),
+            "invalid configuration: ASSUME_ROLE_EXTERNAL_ID=\"ext-1\": only with ASSUME_ROLE_ARN"
+        );
     }
 
     #[test]

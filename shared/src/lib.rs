@@ -21,11 +21,14 @@
 //!   policy the user chose), returned in input order with the caller's
 //!   position, and unsent messages are reported at the deadline rather than
 //!   lost to a timeout.
+//! * **Claim check.** Under `OVERSIZE_POLICY=offload`, payloads too large
+//!   for the queue go to S3 and SQS carries the pointer the SQS Extended
+//!   Client libraries read ([`offload`]; the S3 store needs the `s3` feature).
 //! * **FIFO done right.** Group order is kept across retries; see
 //!   [`FifoOrder`] for the one choice it costs.
 //!
 //! The flow, module by module: [`message`] → [`encode`] (validate, encode,
-//! size) → oversize policy ([`send`]) → [`batch`] (pack) → [`transport`]
+//! size) → oversize policy ([`send`], [`offload`] to S3) → [`batch`] (pack) → [`transport`]
 //! (call) → [`retry`] → [`outcome`]. [`config`] and [`queue`] set it up from
 //! environment variables; [`observability`] and [`metrics`] report on it.
 //!
@@ -80,12 +83,14 @@
 
 pub mod batch;
 pub mod config;
+pub mod credentials;
 pub mod encode;
 pub mod env;
 pub mod limits;
 pub mod message;
 pub mod metrics;
 pub mod observability;
+pub mod offload;
 pub mod outcome;
 pub mod queue;
 pub mod retry;
@@ -95,11 +100,12 @@ pub mod startup;
 pub mod transport;
 
 pub use batch::FifoOrder;
-pub use config::{Config, ConfigError, QueueTarget};
+pub use config::{AssumeRole, Config, ConfigError, QueueTarget};
 pub use encode::{BodyEncoding, Entry};
 pub use env::Env;
 pub use limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
+pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
 pub use outcome::{Failure, MessageOutcome, Outcome, Summary};
 pub use queue::{SetupError, connect};
 pub use retry::RetryPolicy;

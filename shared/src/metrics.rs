@@ -11,6 +11,8 @@
 //! | `BytesSent` | bytes (as SQS counts them) of accepted messages |
 //! | `Retries` | entries put back for another attempt |
 //! | `OrderInversions` | FIFO groups whose order a partial failure may have broken |
+//! | `PayloadsOffloaded` | payloads stored in S3 under `OVERSIZE_POLICY=offload` |
+//! | `BytesOffloaded` | bytes of those payloads |
 
 /// Messages handed to the forwarder.
 pub const MESSAGES_IN: &str = "MessagesIn";
@@ -28,6 +30,10 @@ pub const BYTES_SENT: &str = "BytesSent";
 pub const RETRIES: &str = "Retries";
 /// Possible FIFO order inversions.
 pub const ORDER_INVERSIONS: &str = "OrderInversions";
+/// Payloads stored in S3 (claim check).
+pub const PAYLOADS_OFFLOADED: &str = "PayloadsOffloaded";
+/// Bytes of payloads stored in S3.
+pub const BYTES_OFFLOADED: &str = "BytesOffloaded";
 
 pub(crate) fn messages_in(n: usize) {
     metrics::counter!(MESSAGES_IN).increment(n as u64);
@@ -52,4 +58,8 @@ pub(crate) fn retry() {
 }
 pub(crate) fn order_inversion() {
     metrics::counter!(ORDER_INVERSIONS).increment(1);
+}
+pub(crate) fn payload_offloaded(bytes: usize) {
+    metrics::counter!(PAYLOADS_OFFLOADED).increment(1);
+    metrics::counter!(BYTES_OFFLOADED).increment(bytes as u64);
 }

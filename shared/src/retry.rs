@@ -6,7 +6,8 @@
 //! code (which SQS may mark as the sender's fault). Whole-call errors are
 //! retried when they are throttling, a 5xx, a timeout or a connection error,
 //! and not when they are access denied, a missing queue or a malformed
-//! request.
+//! request. KMS errors of an encrypted queue are never retried, entry or
+//! call, except `KmsThrottled` ([`is_kms_permanent`]).
 //!
 //! Waits use exponential backoff with full jitter: attempt `n` waits a random
 //! time in `[0, min(max, base * 2^(n-1))]`.
@@ -39,14 +40,28 @@ pub fn is_throttling(code: &str) -> bool {
     THROTTLING_CODES.contains(&code)
 }
 
+/// Whether a code is a KMS error of an encrypted queue that a retry cannot
+/// fix: every KMS code but throttling. SQS names them `KmsAccessDenied`,
+/// `KmsDisabled`, `KmsInvalidKeyUsage`, `KmsInvalidState`, `KmsNotFound`,
+/// `KmsOptInRequired` (or, query-compatible, `KMS.AccessDeniedException`,
+/// ...): a key the sender may not use, or one that is disabled, pending
+/// deletion or gone. They are reported with their code, not retried,
+/// whatever `SenderFault` says.
+pub fn is_kms_permanent(code: &str) -> bool {
+    (code.starts_with("Kms") || code.starts_with("KMS.")) && !is_throttling(code)
+}
+
 /// Whether a failed batch entry should be retried.
 pub fn entry_retryable(code: &str, sender_fault: bool) -> bool {
-    !sender_fault || is_throttling(code)
+    !is_kms_permanent(code) && (!sender_fault || is_throttling(code))
 }
 
 /// Whether a whole-call service error should be retried, from its code and
 /// HTTP status.
 pub fn call_retryable(code: Option<&str>, http_status: Option<u16>) -> bool {
+    if code.is_some_and(is_kms_permanent) {
+        return false;
+    }
     if code.is_some_and(|c| is_throttling(c) || SERVER_CODES.contains(&c)) {
         return true;
     }
@@ -109,6 +124,40 @@ mod tests {
             Some("AWS.SimpleQueueService.NonExistentQueue"),
             Some(400)
         ));
+    }
+
+    #[test]
+    fn kms_throttling_is_retried_other_kms_errors_are_not() {
+        for code in ["KmsThrottled", "KMS.ThrottlingException"] {
+            assert!(entry_retryable(code, true), "{code}");
+            assert!(call_retryable(Some(code), Some(400)), "{code}");
+            assert!(!is_kms_permanent(code), "{code}");
+        }
+        for code in [
+            "KmsAccessDenied",
+            "KmsDisabled",
+            "KmsInvalidKeyUsage",
+            "KmsInvalidState",
+            "KmsNotFound",
+            "KmsOptInRequired",
+            "KMS.AccessDeniedException",
+            "KMS.DisabledException",
+            "KMS.InvalidKeyUsageException",
+            "KMS.InvalidStateException",
+            "KMS.NotFoundException",
+            "KMS.OptInRequired",
+        ] {
+            assert!(is_kms_permanent(code), "{code}");
+            // Not retried even when SQS does not blame the sender, nor when
+            // it answers with a 5xx.
+            assert!(!entry_retryable(code, false), "{code}");
+            assert!(!entry_retryable(code, true), "{code}");
+            assert!(!call_retryable(Some(code), Some(400)), "{code}");
+            assert!(!call_retryable(Some(code), Some(500)), "{code}");
+        }
+        // Codes that merely contain "Kms" elsewhere keep the general rules.
+        assert!(!is_kms_permanent("InternalError"));
+        assert!(entry_retryable("InternalError", false));
     }
 
     #[test]

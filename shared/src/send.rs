@@ -6,6 +6,11 @@
 //! flight, retry the entries a retry can help, and stop at the deadline,
 //! reporting what is still unsent as failed-retryable rather than losing it.
 //!
+//! Under [`OversizePolicy::Offload`], messages above the offload threshold
+//! are first written to S3 ([`crate::offload`]) and replaced by pointer
+//! entries, which then pack and send like any other; a failed put ends that
+//! message failed-retryable and nothing else.
+//!
 //! FIFO queues: messages of one group are never in two calls at once, and a
 //! group's later messages wait while an earlier one waits for a retry, so a
 //! retry never lands after its successors. Within one call, [`FifoOrder`]
@@ -16,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
+use futures_util::stream::{self, FuturesUnordered};
 use tokio::time::Instant;
 
 use crate::batch::{Candidate, FifoOrder, next_batch};
@@ -24,6 +29,7 @@ use crate::encode::{EncodeRules, Entry, prepare};
 use crate::limits::Limits;
 use crate::message::Message;
 use crate::metrics as m;
+use crate::offload::{self, OffloadSettings, PayloadStore};
 use crate::outcome::{Failure, MessageOutcome, Outcome};
 use crate::retry::RetryPolicy;
 use crate::transport::{BatchItem, CallError, EntryResult, Transport};
@@ -37,17 +43,23 @@ pub enum OversizePolicy {
     Fail,
     /// Drop it with a warning log line and a `MessagesDropped` metric.
     Drop,
+    /// Store its payload in S3 and send a pointer the SQS Extended Client
+    /// libraries read ([`crate::offload`]); also any message above
+    /// [`OffloadSettings::threshold`], or every message with
+    /// [`OffloadSettings::always`].
+    Offload,
 }
 
 impl OversizePolicy {
     /// The names accepted in configuration.
-    pub const NAMES: &'static str = "fail, drop";
+    pub const NAMES: &'static str = "fail, drop, offload";
 
     /// Parse a configuration value.
     pub fn parse(value: &str) -> Option<Self> {
         match value {
             "fail" => Some(OversizePolicy::Fail),
             "drop" => Some(OversizePolicy::Drop),
+            "offload" => Some(OversizePolicy::Offload),
             _ => None,
         }
     }
@@ -66,8 +78,11 @@ pub struct SendSettings {
     pub oversize: OversizePolicy,
     /// Entries of one FIFO group per call.
     pub fifo_order: FifoOrder,
-    /// Longest a single call may take before it counts as failed-retryable.
+    /// Longest a single call (`SendMessageBatch`, or an offload's
+    /// `PutObject`) may take before it counts as failed-retryable.
     pub call_timeout: Duration,
+    /// When messages go to S3 under [`OversizePolicy::Offload`].
+    pub offload: OffloadSettings,
 }
 
 impl Default for SendSettings {
@@ -79,6 +94,7 @@ impl Default for SendSettings {
             oversize: OversizePolicy::default(),
             fifo_order: FifoOrder::default(),
             call_timeout: Duration::from_secs(10),
+            offload: OffloadSettings::default(),
         }
     }
 }
@@ -89,6 +105,7 @@ pub struct Forwarder<T> {
     transport: T,
     settings: SendSettings,
     rules: EncodeRules,
+    store: Option<Arc<dyn PayloadStore>>,
 }
 
 struct Slot {
@@ -121,7 +138,27 @@ impl<T: Transport> Forwarder<T> {
             transport,
             settings,
             rules,
+            store: None,
         }
+    }
+
+    /// Where offloaded payloads go ([`OversizePolicy::Offload`]). Without
+    /// one, a message that should be offloaded fails (`OffloadNotConfigured`,
+    /// retryable).
+    pub fn with_payload_store(mut self, store: impl PayloadStore + 'static) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// The payload store, if any.
+    pub fn payload_store(&self) -> Option<&dyn PayloadStore> {
+        self.store.as_deref()
+    }
+
+    /// Whether messages too large for the queue are offloaded to S3 rather
+    /// than failed or dropped: callers should not refuse them by size.
+    pub fn offloads(&self) -> bool {
+        self.settings.oversize == OversizePolicy::Offload
     }
 
     /// The settings.
@@ -154,12 +191,22 @@ impl<T: Transport> Forwarder<T> {
         let mut outcomes: Vec<Option<(Outcome, u32)>> = Vec::with_capacity(total);
         let mut pending: BTreeMap<usize, Slot> = BTreeMap::new();
         let start = Instant::now();
+        let offloading = self.offloads();
+        let mut to_offload = Vec::new();
 
         for (index, message) in messages.into_iter().enumerate() {
             let (position, prepared) = prepare(message, &self.rules);
             positions.push(position);
+            let prepared = match prepared {
+                Ok(entry) if offloading => reserved_names(entry),
+                other => other,
+            };
             match prepared {
                 Err(failure) => outcomes.push(Some((Outcome::Failed(failure), 0))),
+                Ok(entry) if offloading && self.settings.offload.offloads(entry.size, limit) => {
+                    outcomes.push(None);
+                    to_offload.push((index, entry));
+                }
                 Ok(entry) if entry.size > limit => {
                     outcomes.push(Some((self.oversize(index, entry.size, limit), 0)));
                 }
@@ -179,6 +226,10 @@ impl<T: Transport> Forwarder<T> {
             }
         }
 
+        if !to_offload.is_empty() {
+            self.offload(to_offload, &mut pending, &mut outcomes, deadline, start)
+                .await;
+        }
         self.run(&mut pending, &mut outcomes, deadline).await;
 
         let mut result = Vec::with_capacity(total);
@@ -211,6 +262,142 @@ impl<T: Transport> Forwarder<T> {
         result
     }
 
+    /// Store the payloads of `entries` in S3 (at most `max_in_flight` puts at
+    /// once, each within the call timeout and the deadline) and put their
+    /// pointer entries in `pending`. A failed put fails its message,
+    /// retryable; in a FIFO group, the group's later messages then wait for
+    /// the source to deliver it again (`GroupBlocked`).
+    async fn offload(
+        &self,
+        entries: Vec<(usize, Entry)>,
+        pending: &mut BTreeMap<usize, Slot>,
+        outcomes: &mut [Option<(Outcome, u32)>],
+        deadline: Option<Instant>,
+        start: Instant,
+    ) {
+        let Some(store) = self.store.as_deref() else {
+            for (index, _) in entries {
+                outcomes[index] = Some((
+                    Outcome::Failed(Failure::transient(
+                        "OffloadNotConfigured",
+                        "OVERSIZE_POLICY is offload but the forwarder has no payload store (OFFLOAD_BUCKET)",
+                    )),
+                    0,
+                ));
+            }
+            return;
+        };
+        let results: Vec<(usize, Option<String>, Result<Entry, Failure>)> = stream::iter(entries)
+            .map(|(index, entry)| async move {
+                let group = entry.group_id.clone();
+                (index, group, self.offload_one(store, entry, deadline).await)
+            })
+            .buffer_unordered(self.settings.max_in_flight.max(1))
+            .collect()
+            .await;
+        let mut blocking: Vec<(usize, String)> = Vec::new();
+        for (index, group, result) in results {
+            match result {
+                Ok(pointer) => {
+                    pending.insert(
+                        index,
+                        Slot {
+                            entry: Arc::new(pointer),
+                            attempts: 0,
+                            calls: 0,
+                            not_before: start,
+                            max_batch: self.settings.limits.max_entries,
+                        },
+                    );
+                }
+                Err(failure) => {
+                    tracing::warn!(
+                        index,
+                        code = %failure.code,
+                        message = %failure.message,
+                        retryable = failure.retryable,
+                        "a payload could not be offloaded to S3"
+                    );
+                    if let (true, true, Some(g)) = (self.rules.fifo, failure.retryable, group) {
+                        blocking.push((index, g));
+                    }
+                    outcomes[index] = Some((Outcome::Failed(failure), 0));
+                }
+            }
+        }
+        // A FIFO message the source will deliver again: its group's later
+        // messages must not overtake it.
+        for (failed, group) in blocking {
+            let later: Vec<usize> = pending
+                .range(failed + 1..)
+                .filter(|(_, s)| s.entry.group_id.as_deref() == Some(group.as_str()))
+                .map(|(i, _)| *i)
+                .collect();
+            for index in later {
+                pending.remove(&index);
+                outcomes[index] = Some((
+                    Outcome::Failed(Failure::transient(
+                        "GroupBlocked",
+                        format!(
+                            "an earlier message of group {group:?} could not be offloaded; this one was not sent, to keep the group's order"
+                        ),
+                    )),
+                    0,
+                ));
+            }
+        }
+    }
+
+    /// Offload one entry: its pointer entry, or why not.
+    async fn offload_one(
+        &self,
+        store: &dyn PayloadStore,
+        mut entry: Entry,
+        deadline: Option<Instant>,
+    ) -> Result<Entry, Failure> {
+        let limit = self.settings.limits.largest_message();
+        let settings = &self.settings.offload;
+        let key = offload::new_key(&settings.key_prefix);
+        let pointer =
+            offload::pointer_entry(&entry, store.bucket(), &key, settings.size_attribute)?;
+        if pointer.size > limit {
+            return Err(Failure::permanent(
+                "MessageTooLarge",
+                format!(
+                    "even offloaded to S3 the message is {} bytes (the pointer and its attributes); the limit is {limit} bytes",
+                    pointer.size
+                ),
+            ));
+        }
+        let now = Instant::now();
+        let timeout = match deadline {
+            Some(d) if d.saturating_duration_since(now) < MIN_CALL_TIME => {
+                return Err(Failure::transient(
+                    "DeadlineExceeded",
+                    "the invocation's deadline came before this message could be offloaded to S3",
+                ));
+            }
+            Some(d) => self
+                .settings
+                .call_timeout
+                .min(d.saturating_duration_since(now)),
+            None => self.settings.call_timeout,
+        };
+        let payload = std::mem::take(&mut entry.body);
+        let bytes = payload.len();
+        match tokio::time::timeout(timeout, store.put(&key, payload)).await {
+            Ok(Ok(())) => {
+                m::payload_offloaded(bytes);
+                Ok(pointer)
+            }
+            Ok(Err(failure)) => Err(failure),
+            Err(_) => Err(Failure::transient(
+                "OffloadFailed",
+                format!("no answer to PutObject within {} ms", timeout.as_millis()),
+            )),
+        }
+    }
+
     fn oversize(&self, index: usize, size: usize, limit: usize) -> Outcome {
         let why = format!(
             "message is {size} bytes with its attributes; the limit is {limit} bytes (the queue's MaximumMessageSize, MAX_MESSAGE_BYTES, and the {}-byte request cap)",
@@ -227,6 +414,9 @@ impl<T: Transport> Forwarder<T> {
                 );
                 Outcome::Dropped { reason: why }
             }
+            // Only a message the store could not take as a pointer gets
+            // here under offload (the threshold is never above the limit).
+            OversizePolicy::Offload => Outcome::Failed(Failure::permanent("MessageTooLarge", why)),
         }
     }
 
@@ -551,5 +741,24 @@ impl<T: Transport> Forwarder<T> {
                 ));
             }
         }
+    }
+}
+
+/// Under the offload policy no message may carry the extended clients'
+/// reserved attributes: a consumer would take it for a pointer.
+fn reserved_names(entry: Entry) -> Result<Entry, Failure> {
+    match entry
+        .attributes
+        .iter()
+        .find(|a| offload::is_reserved(&a.name))
+    {
+        Some(a) => Err(Failure::permanent(
+            "InvalidAttributeName",
+            format!(
+                "attribute {:?} is reserved for offloaded messages (OVERSIZE_POLICY=offload)",
+                a.name
+            ),
+        )),
+        None => Ok(entry),
     }
 }

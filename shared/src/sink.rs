@@ -21,6 +21,7 @@ use crate::batch::FifoOrder;
 use crate::encode::{BodyEncoding, EncodeRules};
 use crate::limits::{MAX_BATCH_ENTRIES, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES};
 use crate::message::Message;
+use crate::offload::{OffloadSettings, PayloadStore};
 use crate::outcome::{Failure, MessageOutcome, Outcome};
 use crate::retry::RetryPolicy;
 use crate::send::{Forwarder, OversizePolicy, SendSettings};
@@ -69,6 +70,7 @@ pub struct SqsSinkBuilder<T> {
     max_buffered: usize,
     max_time_in_buffer: Duration,
     fail_on_error: bool,
+    store: Option<Arc<dyn PayloadStore>>,
 }
 
 impl<T: Transport + 'static> SqsSinkBuilder<T> {
@@ -141,6 +143,20 @@ impl<T: Transport + 'static> SqsSinkBuilder<T> {
         self
     }
 
+    /// Claim check: messages above the threshold (or all) go to `store`
+    /// and SQS gets Extended Client pointers ([`crate::offload`]); sets
+    /// [`OversizePolicy::Offload`].
+    pub fn offload(
+        mut self,
+        settings: OffloadSettings,
+        store: impl PayloadStore + 'static,
+    ) -> Self {
+        self.settings.oversize = OversizePolicy::Offload;
+        self.settings.offload = settings;
+        self.store = Some(Arc::new(store));
+        self
+    }
+
     /// Retry policy.
     pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
         self.settings.retry = policy;
@@ -149,7 +165,10 @@ impl<T: Transport + 'static> SqsSinkBuilder<T> {
 
     /// Start the sink's background task (on the current Tokio runtime).
     pub fn build<P: Send + 'static>(self) -> SqsSink<P> {
-        let forwarder = Forwarder::new(self.transport, self.settings, self.rules);
+        let mut forwarder = Forwarder::new(self.transport, self.settings, self.rules);
+        if let Some(store) = self.store {
+            forwarder = forwarder.with_payload_store(store);
+        }
         let (tx, rx) = mpsc::channel(self.max_buffered);
         let error = Arc::new(Mutex::new(None));
         let task = tokio::spawn(run(
@@ -188,6 +207,7 @@ impl SqsSink<()> {
             max_buffered: 1_000,
             max_time_in_buffer: Duration::from_secs(5),
             fail_on_error: false,
+            store: None,
         }
     }
 }

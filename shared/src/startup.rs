@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::config::Config;
 use crate::observability::{self, Observability};
-use crate::queue::{SetupError, connect};
+use crate::queue::SetupError;
 use crate::send::Forwarder;
 use crate::transport::SqsTransport;
 
@@ -18,6 +18,10 @@ pub struct Started {
     pub forwarder: Forwarder<SqsTransport>,
     /// Logs and metrics.
     pub observability: Observability,
+    /// The AWS settings the SQS client was built from (the function's
+    /// credentials, or the role's from `ASSUME_ROLE_ARN`), for any other
+    /// client the function needs to act as the same principal.
+    pub sdk: aws_config::SdkConfig,
 }
 
 impl Started {
@@ -50,10 +54,13 @@ pub async fn start_with(
     source_sets_group_ids: bool,
 ) -> Result<Started, SetupError> {
     let observability = observability::init(config.log_format, &config.metrics_namespace, service);
-    let forwarder = connect(&config, source_sets_group_ids).await?;
+    config.check_group_ids(source_sets_group_ids)?;
+    let sdk = crate::credentials::load_sdk_config(&config).await?;
+    let forwarder = crate::queue::connect_loaded(&sdk, &config, source_sets_group_ids).await?;
     Ok(Started {
         config,
         forwarder,
         observability,
+        sdk,
     })
 }

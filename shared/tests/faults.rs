@@ -688,6 +688,100 @@ async fn access_denied_and_missing_queue_are_not_retried() {
 }
 
 // ---------------------------------------------------------------------------
+// 5b. KMS errors of queues encrypted with a customer key
+// ---------------------------------------------------------------------------
+
+#[tokio::test]
+async fn kms_errors_are_reported_with_their_code_and_not_retried() {
+    let cases: Vec<(&str, ResponseTemplate, &str)> = vec![
+        (
+            "KmsAccessDenied, HTTP 400 with query header",
+            sqs_error(400, "KmsAccessDenied", Some("KMS.AccessDeniedException")),
+            "KMS.AccessDeniedException",
+        ),
+        (
+            "KmsDisabled, HTTP 400, __type only",
+            sqs_error(400, "KmsDisabled", None),
+            "KmsDisabled",
+        ),
+        (
+            "KmsOptInRequired, HTTP 403 with query header",
+            sqs_error(403, "KmsOptInRequired", Some("KMS.OptInRequired")),
+            "KMS.OptInRequired",
+        ),
+        (
+            // A 5xx would be retried for any other code; a missing key stays missing.
+            "KmsNotFound, HTTP 500 with query header",
+            sqs_error(500, "KmsNotFound", Some("KMS.NotFoundException")),
+            "KMS.NotFoundException",
+        ),
+    ];
+    for (name, response, code) in cases {
+        let run = run_against(response, 3, settings(5), None).await;
+        assert_eq!(run.requests.len(), 1, "{name}: called once");
+        for i in 0..3 {
+            assert_failed(&run, i, &[code], false, Some(1));
+        }
+        assert_attempts_match_requests(&run);
+    }
+}
+
+#[tokio::test]
+async fn kms_throttled_calls_are_retried_then_sent() {
+    for query_code in [Some("KMS.ThrottlingException"), None] {
+        let run = run_against(
+            scripted(move |call, entries| {
+                if call == 0 {
+                    sqs_error(400, "KmsThrottled", query_code)
+                } else {
+                    all_sent(call, entries)
+                }
+            }),
+            3,
+            settings(3),
+            None,
+        )
+        .await;
+        assert_eq!(run.requests.len(), 2, "{query_code:?}");
+        for i in 0..3 {
+            assert_sent(&run, i, &message_id(1, &i.to_string()), 2);
+        }
+        assert_attempts_match_requests(&run);
+    }
+}
+
+#[tokio::test]
+async fn kms_entry_failures_retry_throttling_only() {
+    let run = run_against(
+        scripted(|call, entries| {
+            answer(entries, |e| match (call, e.id.as_str()) {
+                (0, "0") => Answer::Failed {
+                    code: "KmsThrottled",
+                    sender_fault: true,
+                },
+                // Not the sender's fault by SQS's flag, yet no retry can fix it.
+                (0, "1") => Answer::Failed {
+                    code: "KMS.DisabledException",
+                    sender_fault: false,
+                },
+                _ => Answer::Sent(message_id(call, &e.id)),
+            })
+        }),
+        3,
+        settings(4),
+        None,
+    )
+    .await;
+    assert_eq!(run.requests.len(), 2);
+    assert_eq!(ids(&run.requests[0]), ["0", "1", "2"]);
+    assert_eq!(ids(&run.requests[1]), ["0"]);
+    assert_sent(&run, 0, &message_id(1, "0"), 2);
+    assert_failed(&run, 1, &["KMS.DisabledException"], false, Some(1));
+    assert_sent(&run, 2, &message_id(0, "2"), 1);
+    assert_attempts_match_requests(&run);
+}
+
+// ---------------------------------------------------------------------------
 // 6. Slow responses
 // ---------------------------------------------------------------------------
 

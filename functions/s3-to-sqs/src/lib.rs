@@ -1,0 +1,42 @@
+//! # s3-to-sqs
+//!
+//! A Lambda function that forwards S3 events to Amazon SQS, through the
+//! shared [`sqs_forwarder`] crate.
+//!
+//! * **Notification mode** (`MODE=notification`, the default): one message
+//!   per S3 event record, a JSON description of the object (event name and
+//!   time, bucket, decoded key, size, ETag, version id, sequencer).
+//! * **Lines mode** (`MODE=lines`): each created object is read as a stream
+//!   (gzip or not) and each of its lines becomes a message.
+//!
+//! Events arrive straight from S3 (`Records`), as the `s3:TestEvent` (which
+//! forwards nothing), or through EventBridge. S3 invokes the function
+//! asynchronously, so a record that did not reach SQS fails the invocation:
+//! Lambda retries the whole event, then hands it to the on-failure
+//! destination. On FIFO queues, deduplication ids make those retries (and
+//! S3's own duplicate deliveries) harmless within SQS's five-minute window.
+//!
+//! The flow, module by module: [`event`] (read the event) → [`settings`]
+//! (`EVENT_NAMES`) → [`messages`] (build messages) or, in lines mode,
+//! [`object`] (open the object) → [`lines`] (read and forward lines) →
+//! `Forwarder::send_all` → [`handler`] (the answer).
+
+#![warn(missing_docs)]
+
+pub mod event;
+pub mod handler;
+pub mod lines;
+pub mod messages;
+pub mod object;
+pub mod settings;
+
+pub use event::{EventError, Incoming, ObjectEvent, Via};
+pub use handler::{Handler, HandlerError, RecordFailure, Report};
+pub use object::s3_client;
+pub use settings::{EventFilter, GroupBy, Mode, Settings, VARIABLES};
+
+/// The service name in logs and metrics.
+pub const SERVICE: &str = "s3-to-sqs";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,346 @@
+//! Lines mode: an object's lines, read as a stream, handed to the forwarder
+//! a chunk at a time.
+//!
+//! Memory stays bounded whatever the object's size: the reader holds one
+//! line, and that at most a byte over the largest message the queue takes
+//! (a longer line is cut there and goes on as an oversize message, which the
+//! shared `OVERSIZE_POLICY` fails or drops); the forwarder gets at most
+//! `LINES_PER_SEND` lines or `LINES_BYTES_PER_SEND` bytes at a time.
+
+use std::io;
+
+use sqs_forwarder::{Failure, Forwarder, Outcome, Transport};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::time::Instant;
+
+use crate::event::ObjectEvent;
+use crate::messages::{Fifo, line_message};
+
+/// One line, without its line ending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// The line number, from 1, counting blank lines.
+    pub number: u64,
+    /// The line's bytes, at most the reader's cap.
+    pub bytes: Vec<u8>,
+    /// The line's full length; more than `bytes.len()` when it was cut.
+    pub len: u64,
+}
+
+/// Reads lines ending in `\n` or `\r\n` (the last one may have no ending),
+/// keeping at most `cap` bytes of each. A UTF-8 byte order mark at the start
+/// of the object is removed.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    inner: R,
+    cap: usize,
+    number: u64,
+}
+
+impl<R: AsyncBufRead + Unpin> LineReader<R> {
+    /// A reader keeping at most `cap` bytes of a line.
+    pub fn new(inner: R, cap: usize) -> Self {
+        LineReader {
+            inner,
+            cap,
+            number: 0,
+        }
+    }
+
+    /// The next line, or `None` at the end.
+    pub async fn next_line(&mut self) -> io::Result<Option<Line>> {
+        let mut bytes = Vec::new();
+        let mut len: u64 = 0;
+        let mut any = false;
+        loop {
+            let available = self.inner.fill_buf().await?;
+            if available.is_empty() {
+                if !any {
+                    return Ok(None);
+                }
+                break;
+            }
+            any = true;
+            let (part, used, done) = match available.iter().position(|&b| b == b'\n') {
+                Some(i) => (&available[..i], i + 1, true),
+                None => (available, available.len(), false),
+            };
+            len += part.len() as u64;
+            let room = self.cap.saturating_sub(bytes.len());
+            bytes.extend_from_slice(&part[..part.len().min(room)]);
+            self.inner.consume(used);
+            if done {
+                break;
+            }
+        }
+        if len == bytes.len() as u64 && bytes.last() == Some(&b'\r') {
+            bytes.pop();
+            len -= 1;
+        }
+        self.number += 1;
+        if self.number == 1 && bytes.starts_with(b"\xEF\xBB\xBF") {
+            bytes.drain(..3);
+            len -= 3;
+        }
+        Ok(Some(Line {
+            number: self.number,
+            bytes,
+            len,
+        }))
+    }
+}
+
+/// What became of an object's lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinesReport {
+    /// Lines read, blank ones included.
+    pub lines: u64,
+    /// Lines SQS accepted.
+    pub sent: u64,
+    /// Lines dropped by `OVERSIZE_POLICY=drop`.
+    pub dropped: u64,
+    /// Empty lines, skipped (SQS takes no empty messages).
+    pub blank: u64,
+    /// Lines that did not reach SQS.
+    pub failed: u64,
+    /// The first few failures: line number and why.
+    pub failures: Vec<(u64, Failure)>,
+    /// Whether a failure was retryable (the event must be retried).
+    pub retryable: bool,
+    /// Set when reading stopped early: the last line read.
+    pub stopped_after: Option<u64>,
+    /// Set when the object could not be read to its end.
+    pub read_error: Option<ReadError>,
+}
+
+/// The stream broke off, or the data was not what it claimed to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// `InvalidGzip` or `ReadFailed`.
+    pub code: &'static str,
+    /// What the reader said.
+    pub message: String,
+    /// Whether reading again could succeed.
+    pub retryable: bool,
+}
+
+impl LinesReport {
+    /// Whether every line reached SQS (or was dropped by policy).
+    pub fn complete(&self) -> bool {
+        self.failed == 0 && self.read_error.is_none()
+    }
+}
+
+/// Failures kept in a report; the rest are only counted.
+const KEPT_FAILURES: usize = 5;
+
+/// How lines are handed to the forwarder.
+#[derive(Debug, Clone, Copy)]
+pub struct Chunking {
+    /// Most lines per `send_all`.
+    pub lines: usize,
+    /// Most bytes of lines per `send_all`.
+    pub bytes: usize,
+}
+
+/// Read every line and forward it. Reading stops early at a retryable
+/// failure (the retried event forwards the rest) and at a chunk in which no
+/// line got through (the queue is likely unusable); other failures are
+/// counted and reading goes on, so that every line that can be forwarded is.
+pub async fn forward_lines<R, T>(
+    reader: R,
+    event: &ObjectEvent,
+    forwarder: &Forwarder<T>,
+    fifo: Fifo,
+    chunking: Chunking,
+    deadline: Option<Instant>,
+) -> LinesReport
+where
+    R: AsyncBufRead + Unpin,
+    T: Transport,
+{
+    let cap = forwarder.settings().limits.largest_message() + 1;
+    let mut reader = LineReader::new(reader, cap);
+    let mut report = LinesReport::default();
+    let mut chunk = Vec::new();
+    let mut chunk_bytes = 0usize;
+    let mut lengths = Vec::new();
+    loop {
+        let line = match reader.next_line().await {
+            Ok(line) => line,
+            Err(e) => {
+                report.read_error = Some(read_error(&e));
+                break;
+            }
+        };
+        let Some(line) = line else { break };
+        report.lines = line.number;
+        if line.len == 0 {
+            report.blank += 1;
+            continue;
+        }
+        if line.len > line.bytes.len() as u64 && forwarder.offloads() {
+            // A cut line must not reach S3 (OVERSIZE_POLICY=offload) as if
+            // it were whole: it fails here, as too large for lines mode.
+            report.failed += 1;
+            if report.failures.len() < KEPT_FAILURES {
+                report.failures.push((
+                    line.number,
+                    Failure::permanent(
+                        "MessageTooLarge",
+                        format!(
+                            "the line is {} bytes; lines mode reads at most {} bytes of a line (the queue's limit), also when offloading to S3",
+                            line.len,
+                            cap - 1
+                        ),
+                    ),
+                ));
+            }
+            continue;
+        }
+        chunk_bytes += line.bytes.len();
+        lengths.push(line.len);
+        chunk.push(line_message(event, fifo, line.number, line.bytes));
+        if chunk.len() >= chunking.lines || chunk_bytes >= chunking.bytes {
+            let go_on = send_chunk(
+                forwarder,
+                std::mem::take(&mut chunk),
+                std::mem::take(&mut lengths),
+                deadline,
+                &mut report,
+            )
+            .await;
+            chunk_bytes = 0;
+            if !go_on {
+                report.stopped_after = Some(report.lines);
+                return report;
+            }
+        }
+    }
+    if !chunk.is_empty() {
+        send_chunk(forwarder, chunk, lengths, deadline, &mut report).await;
+    }
+    report
+}
+
+fn read_error(e: &io::Error) -> ReadError {
+    if e.kind() == io::ErrorKind::InvalidData {
+        ReadError {
+            code: "InvalidGzip",
+            message: format!("the object is not valid gzip data: {e}"),
+            retryable: false,
+        }
+    } else {
+        ReadError {
+            code: "ReadFailed",
+            message: format!("reading the object failed: {e}"),
+            retryable: true,
+        }
+    }
+}
+
+/// Send one chunk and tally it; `false` when reading should stop.
+async fn send_chunk<T: Transport>(
+    forwarder: &Forwarder<T>,
+    chunk: Vec<sqs_forwarder::Message<u64>>,
+    lengths: Vec<u64>,
+    deadline: Option<Instant>,
+    report: &mut LinesReport,
+) -> bool {
+    let outcomes = forwarder.send_all(chunk, deadline).await;
+    let mut got_through = false;
+    let mut retryable = false;
+    for (o, len) in outcomes.into_iter().zip(lengths) {
+        match o.outcome {
+            Outcome::Sent { .. } => {
+                report.sent += 1;
+                got_through = true;
+            }
+            Outcome::Dropped { .. } => {
+                report.dropped += 1;
+                got_through = true;
+            }
+            Outcome::Failed(mut failure) => {
+                report.failed += 1;
+                retryable |= failure.retryable;
+                if failure.code == "MessageTooLarge" {
+                    failure.message = format!("the line is {len} bytes; {}", failure.message);
+                }
+                if report.failures.len() < KEPT_FAILURES {
+                    report.failures.push((o.position, failure));
+                }
+            }
+        }
+    }
+    report.retryable |= retryable;
+    got_through && !retryable
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn lines(data: &[u8], cap: usize) -> Vec<Line> {
+        let mut r = LineReader::new(data, cap);
+        let mut out = Vec::new();
+        while let Some(l) = r.next_line().await.expect("read") {
+            out.push(l);
+        }
+        out
+    }
+
+    fn texts(lines: &[Line]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(&l.bytes).into_owned())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn splits_lines_of_every_ending() {
+        let got = lines(b"\xEF\xBB\xBFa\r\nbb\n\nccc", 100).await;
+        assert_eq!(texts(&got), ["a", "bb", "", "ccc"]);
+        let numbers: Vec<u64> = got.iter().map(|l| l.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4]);
+        let lens: Vec<u64> = got.iter().map(|l| l.len).collect();
+        assert_eq!(lens, [1, 2, 0, 3]);
+        assert_eq!(texts(&lines(b"x\n", 100).await), ["x"]);
+        assert!(lines(b"", 100).await.is_empty());
+        assert_eq!(texts(&lines(b"\n", 100).await), [""]);
+        // Only the first line loses a byte order mark, and only at its start.
+        assert_eq!(
+            lines(b"a\n\xEF\xBB\xBFb", 100).await[1].bytes,
+            b"\xEF\xBB\xBFb"
+        );
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_cut_at_the_cap_with_their_length_kept() {
+        let mut data = vec![b'x'; 50];
+        data.extend_from_slice(b"\r\nshort\n");
+        let got = lines(&data, 10).await;
+        assert_eq!(got[0].bytes, vec![b'x'; 10]);
+        assert_eq!(got[0].len, 51, "the \\r of a cut line counts");
+        assert_eq!(texts(&got[1..]), ["short"]);
+    }
+
+    #[tokio::test]
+    async fn lines_across_small_buffers() {
+        let data = b"first line\nsecond line\nthird";
+        let reader = tokio::io::BufReader::with_capacity(3, &data[..]);
+        let mut r = LineReader::new(reader, 1000);
+        let mut got = Vec::new();
+        while let Some(l) = r.next_line().await.expect("read") {
+            got.push(String::from_utf8(l.bytes).expect("utf8"));
+        }
+        assert_eq!(got, ["first line", "second line", "third"]);
+    }
+
+    #[test]
+    fn read_errors_are_classified() {
+        let e = read_error(&io::Error::new(io::ErrorKind::InvalidData, "bad header"));
+        assert_eq!((e.code, e.retryable), ("InvalidGzip", false));
+        let e = read_error(&io::Error::new(io::ErrorKind::ConnectionReset, "reset"));
+        assert_eq!((e.code, e.retryable), ("ReadFailed", true));
+    }
+}

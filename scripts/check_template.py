@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Check what cfn-lint does not about template.yaml.
+
+* every function's CodeUri is a crate of the workspace, with a binary named
+  after it (what `sam build` with cargo-lambda builds);
+* every environment variable a function is given is one the code reads
+  (the shared table in README.md, or the function's own table in
+  functions/<name>/README.md), and the target queue is always given;
+* every !Ref / !GetAtt / ${...} names a resource, a parameter or a pseudo
+  parameter;
+* runtime, architecture and build method are the ones this project builds for;
+* no IAM statement of a function allows a `*` action or resource for SQS, S3,
+  KMS or Secrets Manager.
+
+Prints one line per check and a closing "N passed, N failed" line.
+Uses cfn-lint's own YAML loader (from the tools virtualenv).
+"""
+
+import os
+import re
+import sys
+
+from cfnlint.decode import cfn_yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PSEUDO = {"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition",
+          "AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix"}
+
+results = []
+
+
+def check(ok, what):
+    results.append((bool(ok), what))
+    print(("ok   " if ok else "FAIL ") + what)
+
+
+def table_vars(path, section=None):
+    text = open(path, encoding="utf-8").read()
+    if section:
+        text = text.split(section, 1)[1].split("\n## ", 1)[0]
+    return [m.group(1) for m in re.finditer(r"^\| `([A-Z][A-Z0-9_]*)` \|", text, re.M)]
+
+
+def walk(node, fn):
+    fn(node)
+    if isinstance(node, dict):
+        for v in node.values():
+            walk(v, fn)
+    elif isinstance(node, list):
+        for v in node:
+            walk(v, fn)
+
+
+def main():
+    tpl = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
+    resources = tpl.get("Resources", {})
+    params = tpl.get("Parameters", {})
+    names = set(resources) | set(params) | PSEUDO
+    shared_vars = set(table_vars(os.path.join(ROOT, "README.md"), "## Configuration"))
+    check(shared_vars, f"README.md documents {len(shared_vars)} shared variables")
+    globals_env = (tpl.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {}))
+
+    # References.
+    bad = []
+
+    def refs(node):
+        if not isinstance(node, dict) or len(node) != 1:
+            return
+        (k, v), = node.items()
+        if k == "Ref" and isinstance(v, str) and v not in names:
+            bad.append(f"!Ref {v}")
+        elif k == "Fn::GetAtt":
+            target = v[0] if isinstance(v, list) else str(v).split(".")[0]
+            if target not in resources:
+                bad.append(f"!GetAtt {target}")
+        elif k == "Fn::Sub":
+            s = v[0] if isinstance(v, list) else v
+            local = set(v[1]) if isinstance(v, list) and len(v) > 1 else set()
+            for var in re.findall(r"\$\{([^}!]+)\}", s):
+                base = var.split(".")[0]
+                if base not in names and base not in local:
+                    bad.append(f"${{{var}}} in !Sub")
+        elif k == "Condition" and isinstance(v, str) and v not in tpl.get("Conditions", {}):
+            bad.append(f"Condition {v}")
+
+    walk(tpl, refs)
+    check(not bad, "every !Ref, !GetAtt and ${} names a resource or parameter" + (f": {bad}" if bad else ""))
+
+    members = open(os.path.join(ROOT, "Cargo.toml"), encoding="utf-8").read()
+    functions = {n: r for n, r in resources.items() if r.get("Type") == "AWS::Serverless::Function"}
+    check(functions, f"{len(functions)} functions in the template")
+    g = tpl.get("Globals", {}).get("Function", {})
+    for name, res in functions.items():
+        props = res.get("Properties", {})
+        code = str(props.get("CodeUri", "")).rstrip("/")
+        crate = os.path.basename(code)
+        manifest = os.path.join(ROOT, code, "Cargo.toml")
+        check(os.path.isfile(manifest) and f'"{code}"' in members,
+              f"{name}: CodeUri {code} is a workspace crate")
+        if os.path.isfile(manifest):
+            text = open(manifest, encoding="utf-8").read()
+            check(re.search(rf'^name = "{re.escape(crate)}"', text, re.M),
+                  f"{name}: {code} builds a binary named {crate}")
+        runtime = props.get("Runtime", g.get("Runtime"))
+        arch = props.get("Architectures", g.get("Architectures"))
+        check(runtime == "provided.al2023", f"{name}: runtime provided.al2023 ({runtime})")
+        check(arch == ["arm64"], f"{name}: architecture arm64 ({arch})")
+        check(props.get("Handler", g.get("Handler")) == "bootstrap", f"{name}: handler bootstrap")
+        check(res.get("Metadata", {}).get("BuildMethod") == "rust-cargolambda",
+              f"{name}: BuildMethod rust-cargolambda")
+        env = dict(globals_env)
+        env.update(props.get("Environment", {}).get("Variables", {}))
+        own_readme = os.path.join(ROOT, code, "README.md")
+        own = set(table_vars(own_readme)) if os.path.isfile(own_readme) else set()
+        known = shared_vars | own | {"RUST_LOG"}
+        unknown = sorted(k for k in env if k not in known)
+        check(not unknown, f"{name}: every variable it is given is read by the code" +
+              (f"; unknown: {unknown}" if unknown else ""))
+        check("QUEUE_URL" in env or "QUEUE_NAME" in env, f"{name}: the target queue is given")
+
+        # Least privilege.
+        wild = []
+
+        def stmts(node):
+            if isinstance(node, dict) and "Effect" in node and "Action" in node:
+                actions = node["Action"] if isinstance(node["Action"], list) else [node["Action"]]
+                res_ = node.get("Resource", [])
+                res_ = res_ if isinstance(res_, list) else [res_]
+                for a in actions:
+                    if isinstance(a, str) and (a == "*" or a.endswith(":*")) and \
+                            a.split(":")[0] in ("*", "sqs", "s3", "kms", "secretsmanager"):
+                        wild.append(a)
+                if any(isinstance(a, str) and a.split(":")[0] in ("sqs", "s3", "kms", "secretsmanager")
+                       for a in actions) and any(r == "*" for r in res_):
+                    wild.append(f"{actions} on *")
+
+        walk(props.get("Policies", []), stmts)
+        check(not wild, f"{name}: no wildcard SQS/S3/KMS/Secrets Manager permission" +
+              (f": {wild}" if wild else ""))
+
+    passed = sum(1 for ok, _ in results if ok)
+    failed = len(results) - passed
+    print(f"template: {passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

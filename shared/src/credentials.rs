@@ -1,0 +1,105 @@
+//! AWS settings for the clients: the standard chain, or the temporary
+//! credentials of a role the forwarder assumes (`ASSUME_ROLE_ARN`).
+//!
+//! The role is assumed with aws-config's own [`AssumeRoleProvider`], on top of
+//! the function's own credentials. The provider sits behind the SDK's identity
+//! cache, which renews the credentials before they expire (10 to 15 seconds
+//! ahead) and is shared by every client built from the returned
+//! [`SdkConfig`]: the SQS client and, in s3-to-sqs, the S3 client.
+//!
+//! The role is assumed once at cold start, so that a role that cannot be
+//! assumed stops the start with an error naming it instead of failing every
+//! call later. Those first credentials are handed to the cache on its first
+//! request, so a cold start costs one `AssumeRole` call, not two.
+
+use std::sync::Mutex;
+
+use aws_config::sts::AssumeRoleProvider;
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
+
+use crate::config::{AssumeRole, Config};
+use crate::queue::SetupError;
+
+/// Load AWS settings from the environment (`AWS_REGION`, credentials,
+/// `AWS_ENDPOINT_URL_*`, ...) and, when the configuration names a role,
+/// switch the credentials to that role's.
+pub async fn load_sdk_config(config: &Config) -> Result<SdkConfig, SetupError> {
+    let base = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    match &config.assume_role {
+        Some(role) => assume_role(base, role).await,
+        None => Ok(base),
+    }
+}
+
+/// `base` with `role`'s credentials in place of its own. STS is called with
+/// `base`'s credentials, region and endpoint. Fails, naming the role, when it
+/// cannot be assumed.
+pub async fn assume_role(base: SdkConfig, role: &AssumeRole) -> Result<SdkConfig, SetupError> {
+    let mut builder = AssumeRoleProvider::builder(&role.role_arn)
+        .session_name(&role.session_name)
+        .configure(&base);
+    if let Some(id) = &role.external_id {
+        builder = builder.external_id(id);
+    }
+    let provider = builder.build().await;
+    let first = provider
+        .provide_credentials()
+        .await
+        .map_err(|e| SetupError::AssumeRole {
+            role: role.role_arn.clone(),
+            message: error_chain(&e),
+        })?;
+    tracing::info!(
+        role = %role.role_arn,
+        session = %role.session_name,
+        expires = ?first.expiry(),
+        "assumed role; its credentials sign the SQS calls"
+    );
+    let primed = Primed {
+        first: Mutex::new(Some(first)),
+        provider,
+    };
+    Ok(base
+        .into_builder()
+        .credentials_provider(SharedCredentialsProvider::new(primed))
+        .build())
+}
+
+/// An error and its sources, each once: `loading credentials: service
+/// error: ... (AccessDenied): User ... is not authorized ...`, without the
+/// raw response the SDK's debug output would add.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
+}
+
+/// The role's provider, holding the credentials got at cold start until the
+/// identity cache asks for them; later requests (renewals) go to STS.
+#[derive(Debug)]
+struct Primed {
+    first: Mutex<Option<Credentials>>,
+    provider: AssumeRoleProvider,
+}
+
+impl ProvideCredentials for Primed {
+    fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        let first = self.first.lock().ok().and_then(|mut f| f.take());
+        match first {
+            Some(credentials) => future::ProvideCredentials::ready(Ok(credentials)),
+            None => self.provider.provide_credentials(),
+        }
+    }
+}

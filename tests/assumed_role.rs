@@ -1,0 +1,98 @@
+//! Assumed roles end to end against the local endpoint: moto serves STS as
+//! well as SQS, and gives each assumed role's credentials the role's account.
+//! A queue created in the role's account is therefore found only by requests
+//! signed with the role's credentials: the function's own ("test", account
+//! 123456789012) get `QueueDoesNotExist`. That makes "the forwarder sent as
+//! the role" something the local SQS can tell.
+
+use aws_config::BehaviorVersion;
+use aws_sdk_sqs::config::{Credentials, Region};
+use forwarder_e2e::{create_queue, drain, endpoint};
+use sqs_forwarder::credentials::assume_role;
+use sqs_forwarder::queue::connect_sdk;
+use sqs_forwarder::{Config, Message, Outcome, SetupError};
+
+const ROLE_ACCOUNT: &str = "210987654321";
+
+/// The function's own settings, pointed at the local endpoint (SQS and STS).
+async fn function_sdk() -> aws_config::SdkConfig {
+    aws_config::defaults(BehaviorVersion::latest())
+        .empty_test_environment()
+        .region(Region::new("us-east-1"))
+        .endpoint_url(endpoint())
+        .credentials_provider(Credentials::new("test", "test", None, None, "e2e"))
+        .load()
+        .await
+}
+
+fn config(vars: &[(&str, &str)]) -> Config {
+    let map: std::collections::HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(|k| map.get(k).cloned()).expect("valid configuration")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_reach_a_queue_in_the_role_account_only_as_the_role() {
+    let role_arn = format!("arn:aws:iam::{ROLE_ACCOUNT}:role/e2e-sender");
+    let vars = |url: &str| {
+        config(&[
+            ("QUEUE_URL", url),
+            ("ASSUME_ROLE_ARN", &role_arn),
+            ("ASSUME_ROLE_SESSION_NAME", "e2e"),
+        ])
+    };
+    // The role's account gets a queue (created as the role).
+    let role = vars("http://127.0.0.1:1/0/placeholder")
+        .assume_role
+        .expect("a role");
+    let as_role = assume_role(function_sdk().await, &role)
+        .await
+        .expect("moto's STS lets anyone assume any role");
+    let role_sqs = aws_sdk_sqs::Client::new(&as_role);
+    let url = create_queue(&role_sqs, "assumed-role", &[]).await;
+    assert!(url.contains(ROLE_ACCOUNT), "{url}");
+
+    // As the function itself, the queue is not there.
+    let err = connect_sdk(
+        &function_sdk().await,
+        &config(&[("QUEUE_URL", &url)]),
+        false,
+    )
+    .await
+    .expect_err("another account's queue");
+    match &err {
+        SetupError::Queue { code, .. } => assert!(
+            code.contains("NonExistentQueue") || code.contains("QueueDoesNotExist"),
+            "{err}"
+        ),
+        other => panic!("expected a queue error, got {other:?}"),
+    }
+
+    // With ASSUME_ROLE_ARN the forwarder reaches it.
+    let c = vars(&url);
+    let sdk = assume_role(
+        function_sdk().await,
+        c.assume_role.as_ref().expect("a role"),
+    )
+    .await
+    .expect("assume the role");
+    let forwarder = connect_sdk(&sdk, &c, false)
+        .await
+        .expect("connect as the role");
+    let messages: Vec<_> = (0..3)
+        .map(|i| Message::new(format!("as-role-{i}"), i))
+        .collect();
+    let outcomes = forwarder.send_all(messages, None).await;
+    for o in &outcomes {
+        assert!(matches!(o.outcome, Outcome::Sent { .. }), "{o:?}");
+    }
+    let mut bodies: Vec<String> = drain(&role_sqs, &url, 3)
+        .await
+        .iter()
+        .filter_map(|m| m.body().map(str::to_owned))
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, ["as-role-0", "as-role-1", "as-role-2"]);
+}
