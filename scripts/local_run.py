@@ -102,7 +102,7 @@ def run(function, files, env, setup=None):
 def s3_lines():
     bucket = f"local-lines-{STAMP}"
     s3.create_bucket(Bucket=bucket)
-    body = "".join(json.dumps({"line": i, "text": f"row {i} ✓"}) + "\n" for i in range(1, 2501))
+    body = "".join(json.dumps({"line": i, "text": f"row {i} ✓"}) + "\n" for i in range(1, 501))
     put = s3.put_object(Bucket=bucket, Key="exports/day 1.ndjson", Body=body.encode())
     event = json.load(open(os.path.join(ROOT, "events", "s3-put.json"), encoding="utf-8"))
     rec = event["Records"][0]

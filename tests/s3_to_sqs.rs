@@ -493,6 +493,32 @@ async fn lines_into_fifo_keep_order_and_dedup_a_retry() {
     assert_eq!(dedup, Some(format!("{b}/{key}/null/0A/7")));
 }
 
+/// Messages in the queue, visible or in flight.
+async fn queue_depth(sqs: &aws_sdk_sqs::Client, url: &str) -> usize {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let out = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .expect("queue attributes");
+    let attrs = out.attributes().cloned().unwrap_or_default();
+    [
+        A::ApproximateNumberOfMessages,
+        A::ApproximateNumberOfMessagesNotVisible,
+    ]
+    .iter()
+    .map(|k| {
+        attrs
+            .get(k)
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    })
+    .sum()
+}
+
 /// Receive and batch-delete, with `workers` receivers, until `expected`
 /// distinct messages came or the sender is done and nothing more arrives;
 /// the bodies by SQS message id. Running while the function sends keeps
@@ -512,6 +538,7 @@ async fn drain_while_sending(
         let (sqs, url, done, received) = (client(), url.to_owned(), done.clone(), received.clone());
         tasks.push(tokio::spawn(async move {
             let mut empty_after_done = 0;
+            let mut waits_with_messages_left = 0;
             let count = |r: &Mutex<HashMap<String, String>>| r.lock().expect("lock").len();
             while count(&received) < expected && empty_after_done < 3 {
                 let out = sqs
@@ -525,7 +552,20 @@ async fn drain_while_sending(
                 let batch = out.messages();
                 if batch.is_empty() {
                     if done.load(Ordering::SeqCst) {
-                        empty_after_done += 1;
+                        // Stop only once the queue holds nothing, visible or
+                        // in flight: under load moto can answer an empty
+                        // receive while messages are still on their way.
+                        let left = queue_depth(&sqs, &url).await;
+                        if left == 0 {
+                            empty_after_done += 1;
+                        } else {
+                            empty_after_done = 0;
+                            waits_with_messages_left += 1;
+                            assert!(
+                                waits_with_messages_left < 600,
+                                "{left} messages never became receivable"
+                            );
+                        }
                     }
                     continue;
                 }
