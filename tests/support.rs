@@ -113,3 +113,149 @@ pub fn attributes(m: &Message) -> HashMap<String, (String, Vec<u8>)> {
         })
         .unwrap_or_default()
 }
+
+/// An SQS endpoint that keeps every message it accepts, for tests whose
+/// scale moto cannot hold faithfully (it loses a few of 100,000 messages
+/// under concurrent receives and deletes). It answers `GetQueueAttributes`
+/// (a standard queue with a 1 MiB limit) and `SendMessageBatch`, refuses a
+/// call with more than 10 entries, repeated ids, or over 1 MiB of bodies,
+/// and records each accepted entry's body in arrival order. Sizes are
+/// checked to the byte, attributes included, by the shared crate's own
+/// strict fake (`shared/tests/byte_accounting.rs`); here the bodies are what
+/// matters.
+pub struct RecordingSqs {
+    server: wiremock::MockServer,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+struct Recorder {
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    refused: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+impl wiremock::Respond for Recorder {
+    fn respond(&self, request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        use serde_json::{Value, json};
+        use std::sync::atomic::Ordering;
+        let target = request
+            .headers
+            .get("x-amz-target")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let refuse = |code: &str, message: &str| {
+            self.refused.fetch_add(1, Ordering::SeqCst);
+            wiremock::ResponseTemplate::new(400)
+                .insert_header("x-amzn-query-error", format!("{code};Sender"))
+                .set_body_raw(
+                    json!({"__type": format!("com.amazonaws.sqs#{code}"), "message": message})
+                        .to_string(),
+                    "application/x-amz-json-1.0",
+                )
+        };
+        let body: Value = match serde_json::from_slice(&request.body) {
+            Ok(v) => v,
+            Err(_) => return refuse("InvalidParameterValue", "request body is not JSON"),
+        };
+        let ok = |v: Value| {
+            wiremock::ResponseTemplate::new(200)
+                .set_body_raw(v.to_string(), "application/x-amz-json-1.0")
+        };
+        match target {
+            "AmazonSQS.GetQueueAttributes" => ok(json!({"Attributes": {
+                "MaximumMessageSize": "1048576",
+                "ContentBasedDeduplication": "false",
+            }})),
+            "AmazonSQS.SendMessageBatch" => {
+                let entries = body["Entries"].as_array().cloned().unwrap_or_default();
+                if entries.is_empty() {
+                    return refuse("EmptyBatchRequest", "no entries");
+                }
+                if entries.len() > 10 {
+                    return refuse("TooManyEntriesInBatchRequest", "more than 10 entries");
+                }
+                let ids: std::collections::HashSet<&str> =
+                    entries.iter().filter_map(|e| e["Id"].as_str()).collect();
+                if ids.len() != entries.len() {
+                    return refuse("BatchEntryIdsNotDistinct", "ids repeat or are missing");
+                }
+                let bytes: usize = entries
+                    .iter()
+                    .map(|e| e["MessageBody"].as_str().map_or(0, str::len))
+                    .sum();
+                if bytes > 1_048_576 {
+                    return refuse("BatchRequestTooLong", "over 1 MiB");
+                }
+                let mut successful = Vec::with_capacity(entries.len());
+                let mut kept = self.bodies.lock().expect("recorder lock");
+                for e in &entries {
+                    let n = self.next_id.fetch_add(1, Ordering::SeqCst);
+                    kept.push(e["MessageBody"].as_str().unwrap_or_default().to_owned());
+                    successful.push(json!({
+                        "Id": e["Id"],
+                        "MessageId": format!("00000000-0000-4000-8000-{n:012}"),
+                        "MD5OfMessageBody": "00000000000000000000000000000000",
+                    }));
+                }
+                ok(json!({"Successful": successful, "Failed": []}))
+            }
+            other => refuse(
+                "UnsupportedOperation",
+                &format!("not served here: {other:?}"),
+            ),
+        }
+    }
+}
+
+impl RecordingSqs {
+    pub async fn start() -> Self {
+        let server = wiremock::MockServer::builder()
+            // Every request is answered by the recorder; wiremock's own
+            // request log would only double the memory.
+            .disable_request_recording()
+            .start()
+            .await;
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        wiremock::Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(Recorder {
+                bodies: bodies.clone(),
+                refused: refused.clone(),
+                next_id: std::sync::atomic::AtomicU64::new(0),
+            })
+            .mount(&server)
+            .await;
+        Self {
+            server,
+            bodies,
+            refused,
+        }
+    }
+
+    /// A queue URL on this endpoint.
+    pub fn queue_url(&self) -> String {
+        format!("{}/000000000000/recorded", self.server.uri())
+    }
+
+    /// A client for this endpoint with dummy credentials.
+    pub fn client(&self) -> Client {
+        let conf = aws_sdk_sqs::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("test", "test", None, None, "tests"))
+            .endpoint_url(self.server.uri())
+            .build();
+        Client::from_conf(conf)
+    }
+
+    /// Every accepted body, in the order the calls arrived.
+    pub fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().expect("recorder lock").clone()
+    }
+
+    /// Calls refused (malformed, or over the SQS limits).
+    pub fn refused(&self) -> usize {
+        self.refused.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

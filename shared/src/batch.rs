@@ -99,6 +99,10 @@ pub fn next_batch<'a>(
         if let Some(g) = c.group {
             in_batch.insert(g);
         }
+        // Full: no later candidate could join, so stop scanning.
+        if picked.len() >= cap {
+            break;
+        }
     }
     picked
 }

@@ -16,7 +16,8 @@
 //! retry never lands after its successors. Within one call, [`FifoOrder`]
 //! decides how many entries of a group may ride together.
 
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -429,6 +430,9 @@ impl<T: Transport> Forwarder<T> {
         let fifo = self.rules.fifo;
         let mut busy_groups: HashMap<String, usize> = HashMap::new();
         let mut in_flight = FuturesUnordered::new();
+        // Every retry time set by `settle` (one per call), earliest first:
+        // the next wake-up without walking every pending message.
+        let mut wakes: BinaryHeap<Reverse<Instant>> = BinaryHeap::new();
 
         loop {
             let now = Instant::now();
@@ -490,11 +494,13 @@ impl<T: Transport> Forwarder<T> {
             if in_flight.is_empty() && pending.is_empty() {
                 return;
             }
-            let wake = pending
-                .values()
-                .map(|s| s.not_before)
-                .filter(|t| *t > now)
-                .min();
+            // The earliest retry time still ahead. Times of messages that
+            // left `pending` meanwhile stay in the heap and only cause one
+            // early wake-up.
+            while wakes.peek().is_some_and(|Reverse(t)| *t <= now) {
+                wakes.pop();
+            }
+            let wake = wakes.peek().map(|Reverse(t)| *t);
             let wake = match (wake, deadline) {
                 (Some(w), Some(d)) => Some(w.min(d)),
                 (Some(w), None) => Some(w),
@@ -541,7 +547,9 @@ impl<T: Transport> Forwarder<T> {
                         }
                     }
                 }
-                self.settle(batch, result, pending, outcomes, deadline);
+                if let Some(at) = self.settle(batch, result, pending, outcomes, deadline) {
+                    wakes.push(Reverse(at));
+                }
             }
         }
     }
@@ -579,7 +587,7 @@ impl<T: Transport> Forwarder<T> {
         pending: &mut BTreeMap<usize, Slot>,
         outcomes: &mut [Option<(Outcome, u32)>],
         deadline: Option<Instant>,
-    ) {
+    ) -> Option<Instant> {
         let n = batch.len();
         // One retry time per call: the entries a call failed go out again
         // together, in as few calls as before, not one call each.
@@ -588,6 +596,7 @@ impl<T: Transport> Forwarder<T> {
             at: Instant::now() + self.settings.retry.backoff(most),
             deadline,
         };
+        let mut retried = false;
         match result {
             Ok(results) => {
                 let mut by_id: HashMap<String, EntryResult> = results.into_iter().collect();
@@ -626,14 +635,16 @@ impl<T: Transport> Forwarder<T> {
                             {
                                 failed_groups.push((index, g.clone()));
                             }
-                            self.retry_or_settle(index, slot, failure, pending, outcomes, when);
+                            retried |=
+                                self.retry_or_settle(index, slot, failure, pending, outcomes, when);
                         }
                         None => {
                             let failure = Failure::transient(
                                 "MissingResult",
                                 "SQS's answer did not mention this entry",
                             );
-                            self.retry_or_settle(index, slot, failure, pending, outcomes, when);
+                            retried |=
+                                self.retry_or_settle(index, slot, failure, pending, outcomes, when);
                         }
                     }
                 }
@@ -661,10 +672,12 @@ impl<T: Transport> Forwarder<T> {
                     tracing::error!(code = %failure.code, message = %failure.message, entries = n, "SendMessageBatch call failed; not retryable");
                 }
                 for (index, slot) in batch {
-                    self.retry_or_settle(index, slot, failure.clone(), pending, outcomes, when);
+                    retried |=
+                        self.retry_or_settle(index, slot, failure.clone(), pending, outcomes, when);
                 }
             }
         }
+        retried.then_some(when.at)
     }
 
     fn retry_or_settle(
@@ -675,11 +688,11 @@ impl<T: Transport> Forwarder<T> {
         pending: &mut BTreeMap<usize, Slot>,
         outcomes: &mut [Option<(Outcome, u32)>],
         when: RetryAt,
-    ) {
+    ) -> bool {
         let attempts = slot.attempts;
         if !failure.retryable {
             outcomes[index] = Some((Outcome::Failed(failure), attempts));
-            return;
+            return false;
         }
         if attempts >= self.settings.retry.max_attempts {
             let failure = Failure {
@@ -688,7 +701,7 @@ impl<T: Transport> Forwarder<T> {
             };
             outcomes[index] = Some((Outcome::Failed(failure), attempts));
             self.block_group(&slot, pending, outcomes);
-            return;
+            return false;
         }
         let not_before = when.at;
         if when
@@ -704,11 +717,12 @@ impl<T: Transport> Forwarder<T> {
             };
             outcomes[index] = Some((Outcome::Failed(failure), attempts));
             self.block_group(&slot, pending, outcomes);
-            return;
+            return false;
         }
         m::retry();
         slot.not_before = not_before;
         pending.insert(index, slot);
+        true
     }
 
     /// A FIFO message ended failed-retryable: its event source will deliver
