@@ -20,7 +20,13 @@ echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (local SQS at $endpoint)"
 cargo test --workspace 2>&1 | tee .local/test.log
+echo "== bench smoke (bench/run.sh --smoke: tiny workloads, debug builds; it reports figures, asserts no speed)"
+bench/run.sh --smoke 2>&1 | tee .local/bench-smoke.log
+echo "== soak smoke (bench/soak.sh --smoke: 2,000 records per function and queue, 30% faults; fails if anything is lost)"
+bench/soak.sh --smoke 2>&1 | tee .local/soak-smoke.log
 # One closing line for the whole run (the template checks count too).
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^template: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
-     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log .local/template.log
+     /^bench: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
+     /^soak: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log .local/template.log .local/bench-smoke.log .local/soak-smoke.log

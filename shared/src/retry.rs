@@ -35,9 +35,16 @@ pub const SERVER_CODES: &[&str] = &[
     "RequestTimeoutException",
 ];
 
+/// A code without the `AWS.SimpleQueueService.` prefix that SQS's
+/// query-compatible error codes may carry (`AWS.SimpleQueueService.NonExistentQueue`):
+/// classification is by the bare name, whichever spelling arrives.
+pub fn bare_code(code: &str) -> &str {
+    code.strip_prefix("AWS.SimpleQueueService.").unwrap_or(code)
+}
+
 /// Whether a code is a throttling code.
 pub fn is_throttling(code: &str) -> bool {
-    THROTTLING_CODES.contains(&code)
+    THROTTLING_CODES.contains(&bare_code(code))
 }
 
 /// Whether a code is a KMS error of an encrypted queue that a retry cannot
@@ -48,6 +55,7 @@ pub fn is_throttling(code: &str) -> bool {
 /// deletion or gone. They are reported with their code, not retried,
 /// whatever `SenderFault` says.
 pub fn is_kms_permanent(code: &str) -> bool {
+    let code = bare_code(code);
     (code.starts_with("Kms") || code.starts_with("KMS.")) && !is_throttling(code)
 }
 
@@ -62,7 +70,7 @@ pub fn call_retryable(code: Option<&str>, http_status: Option<u16>) -> bool {
     if code.is_some_and(is_kms_permanent) {
         return false;
     }
-    if code.is_some_and(|c| is_throttling(c) || SERVER_CODES.contains(&c)) {
+    if code.is_some_and(|c| is_throttling(c) || SERVER_CODES.contains(&bare_code(c))) {
         return true;
     }
     matches!(http_status, Some(429) | Some(500..=599))
@@ -113,6 +121,27 @@ mod tests {
     fn classification() {
         assert!(entry_retryable("InternalError", false));
         assert!(entry_retryable("RequestThrottled", true));
+        // Either spelling of a code is classified alike.
+        assert!(entry_retryable(
+            "AWS.SimpleQueueService.RequestThrottled",
+            true
+        ));
+        assert!(call_retryable(
+            Some("AWS.SimpleQueueService.RequestThrottled"),
+            Some(400)
+        ));
+        assert!(call_retryable(
+            Some("AWS.SimpleQueueService.InternalError"),
+            Some(400)
+        ));
+        assert!(!entry_retryable(
+            "AWS.SimpleQueueService.KmsDisabled",
+            false
+        ));
+        assert!(!call_retryable(
+            Some("AWS.SimpleQueueService.NonExistentQueue"),
+            Some(400)
+        ));
         assert!(entry_retryable("KmsThrottled", true));
         assert!(!entry_retryable("InvalidParameterValue", true));
         assert!(!entry_retryable("InvalidMessageContents", true));

@@ -1,0 +1,175 @@
+//! The floor: the very request bodies a forwarder sent (captured by the
+//! stub), posted again to the same stub by a minimal HTTP client, with the
+//! same number of calls in flight, and no parsing, packing or signing. What
+//! is left is the cost of the HTTP calls and of the stub itself: no
+//! forwarder can be faster against this endpoint.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::Serialize;
+
+type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+/// The floor's figures.
+#[derive(Debug, Serialize)]
+pub struct FloorReport {
+    /// Requests per round.
+    pub requests: usize,
+    /// Bytes of request bodies per round.
+    pub request_bytes: usize,
+    /// Calls in flight.
+    pub in_flight: usize,
+    /// Each round's wall time, in milliseconds.
+    pub rounds_ms: Vec<f64>,
+    /// Answers other than 200.
+    pub non_200: usize,
+}
+
+fn client() -> HttpClient {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// Split what `GET /__captured` returns into `(target, body)` pairs.
+pub fn parse_captured(mut data: &[u8]) -> Result<Vec<(String, Bytes)>, String> {
+    fn take<'a>(data: &mut &'a [u8]) -> Result<&'a [u8], String> {
+        if data.len() < 4 {
+            return Err("truncated capture".into());
+        }
+        let (len, rest) = data.split_at(4);
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        if rest.len() < len {
+            return Err("truncated capture".into());
+        }
+        let (item, rest) = rest.split_at(len);
+        *data = rest;
+        Ok(item)
+    }
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        let target = String::from_utf8_lossy(take(&mut data)?).into_owned();
+        let body = Bytes::copy_from_slice(take(&mut data)?);
+        out.push((target, body));
+    }
+    Ok(out)
+}
+
+async fn fetch(client: &HttpClient, url: &str, post: bool) -> Result<Bytes, String> {
+    let req = Request::builder()
+        .method(if post { "POST" } else { "GET" })
+        .uri(url)
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| e.to_string())?;
+    let res = client.request(req).await.map_err(|e| e.to_string())?;
+    let ok = res.status().is_success();
+    let body = res
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    if ok {
+        Ok(body)
+    } else {
+        Err(format!("{url}: {}", String::from_utf8_lossy(&body)))
+    }
+}
+
+/// Post the bodies of `epoch` again, `rounds` times, `in_flight` at once.
+/// Each round runs in an epoch of its own on the stub.
+pub async fn run(
+    stub: &str,
+    epoch: usize,
+    in_flight: usize,
+    rounds: usize,
+) -> Result<FloorReport, String> {
+    let client = client();
+    let captured = fetch(&client, &format!("{stub}/__captured?epoch={epoch}"), false).await?;
+    let bodies = Arc::new(parse_captured(&captured)?);
+    if bodies.is_empty() {
+        return Err(format!("nothing was captured in epoch {epoch}"));
+    }
+    let in_flight = in_flight.max(1);
+    let mut report = FloorReport {
+        requests: bodies.len(),
+        request_bytes: bodies.iter().map(|(_, b)| b.len()).sum(),
+        in_flight,
+        rounds_ms: Vec::new(),
+        non_200: 0,
+    };
+    let endpoint = format!("{stub}/");
+    for _ in 0..rounds {
+        fetch(&client, &format!("{stub}/__epoch"), true).await?;
+        let next = Arc::new(AtomicUsize::new(0));
+        let started = Instant::now();
+        let mut workers = Vec::new();
+        for _ in 0..in_flight {
+            let (client, bodies, next, endpoint) = (
+                client.clone(),
+                bodies.clone(),
+                next.clone(),
+                endpoint.clone(),
+            );
+            workers.push(tokio::spawn(async move {
+                let mut non_200 = 0usize;
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((target, body)) = bodies.get(i) else {
+                        break;
+                    };
+                    let req = Request::builder()
+                        .method("POST")
+                        .uri(&endpoint)
+                        .header("content-type", "application/x-amz-json-1.0")
+                        .header("x-amz-target", target)
+                        .body(Full::new(body.clone()))
+                        .map_err(|e| e.to_string())?;
+                    let res = client.request(req).await.map_err(|e| e.to_string())?;
+                    if res.status() != 200 {
+                        non_200 += 1;
+                    }
+                    res.into_body().collect().await.map_err(|e| e.to_string())?;
+                }
+                Ok::<usize, String>(non_200)
+            }));
+        }
+        for w in workers {
+            report.non_200 += w.await.map_err(|e| e.to_string())??;
+        }
+        report.rounds_ms.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captured_bodies_round_trip() {
+        let mut data = Vec::new();
+        for (t, b) in [
+            ("A", &b"{}"[..]),
+            ("AmazonSQS.SendMessageBatch", b"{\"x\":1}"),
+        ] {
+            data.extend_from_slice(&(t.len() as u32).to_le_bytes());
+            data.extend_from_slice(t.as_bytes());
+            data.extend_from_slice(&(b.len() as u32).to_le_bytes());
+            data.extend_from_slice(b);
+        }
+        let parsed = parse_captured(&data).expect("well formed");
+        assert_eq!(parsed.len(), 2);
+        assert_eq!(parsed[1].0, "AmazonSQS.SendMessageBatch");
+        assert_eq!(&parsed[1].1[..], b"{\"x\":1}");
+        assert!(parse_captured(&data[..data.len() - 1]).is_err());
+    }
+}

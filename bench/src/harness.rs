@@ -1,0 +1,665 @@
+//! A Lambda runtime-API harness for measuring: it serves the runtime API
+//! (2018-06-01) on 127.0.0.1, starts the function's command with
+//! `AWS_LAMBDA_RUNTIME_API` pointing at it, hands it the same event a given
+//! number of times, and reports:
+//!
+//! * the cold start: process start to its first request for an event;
+//! * each invocation's duration: the event handed out to the answer received;
+//! * the peak RSS of the process (`VmHWM`), read after the last answer.
+//!
+//! It replaces `scripts/lambda_harness.py` for timing because that one
+//! serializes each event with Python's `json.dumps` inside the timed window,
+//! which on a 6 MB event costs as much as the forwarder's whole work. Here the
+//! event's bytes are read once and handed out as they are.
+//!
+//! Before each invocation, untimed: an optional shell command (to refill a
+//! RabbitMQ queue, say), and `POST /__epoch` to the stub so that each
+//! invocation's SQS calls are counted apart.
+
+use std::convert::Infallible;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+const PREFIX: &str = "/2018-06-01/runtime";
+
+/// What to run and how.
+#[derive(Debug, Clone)]
+pub struct HarnessConfig {
+    /// The event, as sent.
+    pub event: Bytes,
+    /// How many times to hand it out (the first one is the cold invocation);
+    /// 0 measures the cold start alone.
+    pub invocations: usize,
+    /// Extra environment for the function.
+    pub env: Vec<(String, String)>,
+    /// The function's timeout (for the deadline header, and to give up).
+    pub timeout: Duration,
+    /// A shell command run (untimed) before each invocation.
+    pub before_each: Option<String>,
+    /// The stub's `host:port`, told of each invocation with `POST /__epoch`.
+    pub stub: Option<String>,
+    /// Where the function's stdout and stderr go (default: discarded).
+    pub log: Option<PathBuf>,
+    /// The function's name in the runtime environment.
+    pub name: String,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+/// One invocation's figures.
+#[derive(Debug, Serialize)]
+pub struct Invocation {
+    /// Event handed out to answer received, in milliseconds.
+    pub ms: f64,
+    /// `response` or `error`.
+    pub status: String,
+    /// Size of the answer.
+    pub response_bytes: usize,
+    /// The answer's first 1,000 characters.
+    pub response_head: String,
+    /// How long the untimed hook before it took, in milliseconds.
+    pub before_ms: f64,
+}
+
+/// The run's figures.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// The command run.
+    pub command: Vec<String>,
+    /// Process start to its first request for an event, in milliseconds.
+    pub cold_start_ms: Option<f64>,
+    /// Each invocation, in order; the first is the cold one.
+    pub invocations: Vec<Invocation>,
+    /// `VmHWM` of the process after the last invocation, in KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// What the function posted to `/runtime/init/error`.
+    pub init_error: Option<String>,
+    /// Set when the process ended before the run did.
+    pub exited: Option<String>,
+    /// Set when the run stopped early for another reason.
+    pub problem: Option<String>,
+}
+
+struct Poll {
+    at: Instant,
+    reply: oneshot::Sender<(String, Bytes)>,
+}
+
+enum Posted {
+    Answer {
+        request_id: String,
+        kind: String,
+        body: Bytes,
+        at: Instant,
+    },
+    InitError(Bytes),
+}
+
+struct Channels {
+    polls: mpsc::UnboundedSender<Poll>,
+    posted: mpsc::UnboundedSender<Posted>,
+    timeout: Duration,
+    name: String,
+}
+
+fn epoch_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
+}
+
+fn status(code: StatusCode) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::new()));
+    *r.status_mut() = code;
+    r
+}
+
+async fn runtime_api(
+    ch: Arc<Channels>,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let Some(rest) = path.strip_prefix(PREFIX) else {
+        return Ok(status(StatusCode::NOT_FOUND));
+    };
+    let parts: Vec<&str> = rest.trim_matches('/').split('/').collect();
+    if method == Method::GET && parts == ["invocation", "next"] {
+        let (tx, rx) = oneshot::channel();
+        if ch
+            .polls
+            .send(Poll {
+                at: Instant::now(),
+                reply: tx,
+            })
+            .is_err()
+        {
+            std::future::pending::<()>().await;
+        }
+        let Ok((request_id, event)) = rx.await else {
+            // No more events: keep the poll open until the function is stopped.
+            std::future::pending::<()>().await;
+            return Ok(status(StatusCode::GONE));
+        };
+        let deadline = epoch_ms() + ch.timeout.as_millis();
+        let mut r = Response::new(Full::new(event));
+        let h = r.headers_mut();
+        let pairs = [
+            ("content-type", "application/json".to_owned()),
+            ("lambda-runtime-aws-request-id", request_id),
+            ("lambda-runtime-deadline-ms", deadline.to_string()),
+            (
+                "lambda-runtime-invoked-function-arn",
+                format!("arn:aws:lambda:us-east-1:123456789012:function:{}", ch.name),
+            ),
+            (
+                "lambda-runtime-trace-id",
+                "Root=1-00000000-000000000000000000000000;Sampled=0".to_owned(),
+            ),
+        ];
+        for (k, v) in pairs {
+            if let Ok(v) = v.parse() {
+                h.insert(k, v);
+            }
+        }
+        return Ok(r);
+    }
+    if method != Method::POST {
+        return Ok(status(StatusCode::NOT_FOUND));
+    }
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let at = Instant::now();
+    match parts.as_slice() {
+        ["init", "error"] => {
+            let _ = ch.posted.send(Posted::InitError(body));
+            Ok(status(StatusCode::ACCEPTED))
+        }
+        ["invocation", id, kind @ ("response" | "error")] => {
+            let _ = ch.posted.send(Posted::Answer {
+                request_id: (*id).to_owned(),
+                kind: (*kind).to_owned(),
+                body,
+                at,
+            });
+            Ok(status(StatusCode::ACCEPTED))
+        }
+        _ => Ok(status(StatusCode::NOT_FOUND)),
+    }
+}
+
+/// `VmHWM` of a process, in KiB.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// `POST /__epoch` to the stub, with a plain blocking request.
+pub fn new_epoch(stub: &str) -> std::io::Result<()> {
+    let mut s = std::net::TcpStream::connect(stub)?;
+    s.write_all(
+        format!("POST /__epoch HTTP/1.1\r\nHost: {stub}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )?;
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer)?;
+    if answer.starts_with(b"HTTP/1.1 200") {
+        Ok(())
+    } else {
+        Err(std::io::Error::other("the stub refused POST /__epoch"))
+    }
+}
+
+fn head(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).chars().take(1_000).collect()
+}
+
+/// The runtime API, served on 127.0.0.1 until the process ends.
+struct Api {
+    addr: String,
+    polls: mpsc::UnboundedReceiver<Poll>,
+    posted: mpsc::UnboundedReceiver<Posted>,
+}
+
+async fn start_api(timeout: Duration, name: &str) -> std::io::Result<Api> {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let addr = listener.local_addr()?.to_string();
+    let (poll_tx, polls) = mpsc::unbounded_channel();
+    let (posted_tx, posted) = mpsc::unbounded_channel();
+    let channels = Arc::new(Channels {
+        polls: poll_tx,
+        posted: posted_tx,
+        timeout,
+        name: name.to_owned(),
+    });
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let _ = stream.set_nodelay(true);
+            let ch = channels.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req| runtime_api(ch.clone(), req));
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Ok(Api {
+        addr,
+        polls,
+        posted,
+    })
+}
+
+/// The function's command, with the environment Lambda gives; its output
+/// goes to the log (appended with `append`), else nowhere.
+fn function_command(
+    config: &HarnessConfig,
+    api: &str,
+    append: bool,
+) -> std::io::Result<tokio::process::Command> {
+    let Some((program, args)) = config.command.split_first() else {
+        return Err(std::io::Error::other("no command to run"));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .env("AWS_LAMBDA_RUNTIME_API", api)
+        .env("AWS_LAMBDA_FUNCTION_NAME", &config.name)
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env(
+            "AWS_LAMBDA_LOG_GROUP_NAME",
+            format!("/aws/lambda/{}", config.name),
+        )
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .envs(config.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    match &config.log {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append)
+                .open(path)?;
+            cmd.stdout(f.try_clone()?).stderr(f);
+        }
+        None => {
+            cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        }
+    }
+    Ok(cmd)
+}
+
+/// Run the function and measure it.
+pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
+    let Api {
+        addr: api,
+        mut polls,
+        mut posted,
+    } = start_api(config.timeout, &config.name).await?;
+    let mut cmd = function_command(&config, &api, false)?;
+    let mut report = Report {
+        command: config.command.clone(),
+        ..Report::default()
+    };
+    let started = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    let limit = config.timeout + Duration::from_secs(30);
+
+    'invocations: for i in 0..config.invocations {
+        let poll = tokio::select! {
+            p = polls.recv() => match p {
+                Some(p) => p,
+                None => { report.problem = Some("the runtime API stopped".into()); break; }
+            },
+            Some(Posted::InitError(body)) = posted.recv() => {
+                report.init_error = Some(head(&body));
+                break;
+            }
+            s = child.wait() => {
+                report.exited = Some(format!("{s:?}"));
+                break;
+            }
+            _ = tokio::time::sleep(limit) => {
+                report.problem = Some(format!("no request for event {i} within {limit:?}"));
+                break;
+            }
+        };
+        if i == 0 {
+            report.cold_start_ms = Some(poll.at.duration_since(started).as_secs_f64() * 1e3);
+        }
+        let hook_started = Instant::now();
+        if let Some(hook) = config.before_each.clone() {
+            let ok = tokio::task::spawn_blocking(move || {
+                std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(&hook)
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false)
+            })
+            .await
+            .unwrap_or(false);
+            if !ok {
+                report.problem = Some(format!("the before-each command failed before event {i}"));
+                break;
+            }
+        }
+        if let Some(stub) = &config.stub {
+            let stub = stub.clone();
+            tokio::task::spawn_blocking(move || new_epoch(&stub))
+                .await
+                .map_err(std::io::Error::other)??;
+        }
+        let before_ms = hook_started.elapsed().as_secs_f64() * 1e3;
+        let request_id = format!("bench-{i:05}");
+        let handed = Instant::now();
+        if poll
+            .reply
+            .send((request_id.clone(), config.event.clone()))
+            .is_err()
+        {
+            report.problem = Some(format!("the function dropped its request for event {i}"));
+            break;
+        }
+        loop {
+            let got = tokio::select! {
+                p = posted.recv() => p,
+                s = child.wait() => {
+                    report.exited = Some(format!("{s:?}"));
+                    break 'invocations;
+                }
+                _ = tokio::time::sleep(limit) => {
+                    report.problem = Some(format!("no answer to event {i} within {limit:?}"));
+                    break 'invocations;
+                }
+            };
+            match got {
+                Some(Posted::Answer {
+                    request_id: id,
+                    kind,
+                    body,
+                    at,
+                }) if id == request_id => {
+                    report.invocations.push(Invocation {
+                        ms: at.duration_since(handed).as_secs_f64() * 1e3,
+                        status: kind,
+                        response_bytes: body.len(),
+                        response_head: head(&body),
+                        before_ms,
+                    });
+                    break;
+                }
+                Some(Posted::InitError(body)) => {
+                    report.init_error = Some(head(&body));
+                    break 'invocations;
+                }
+                Some(_) => continue,
+                None => {
+                    report.problem = Some("the runtime API stopped".into());
+                    break 'invocations;
+                }
+            }
+        }
+    }
+    // Let the function come back for the next event, so that whatever it does
+    // after answering is in its peak too, then read the peak and stop it.
+    // With no invocations asked for, this is the cold start alone.
+    if report.invocations.len() == config.invocations
+        && report.init_error.is_none()
+        && report.exited.is_none()
+    {
+        let wait = if config.invocations == 0 {
+            limit
+        } else {
+            Duration::from_secs(5)
+        };
+        tokio::select! {
+            Some(poll) = polls.recv() => {
+                if report.cold_start_ms.is_none() {
+                    report.cold_start_ms =
+                        Some(poll.at.duration_since(started).as_secs_f64() * 1e3);
+                }
+            }
+            Some(Posted::InitError(body)) = posted.recv() => {
+                report.init_error = Some(head(&body));
+            }
+            s = child.wait() => report.exited = Some(format!("{s:?}")),
+            _ = tokio::time::sleep(wait) => {
+                if config.invocations == 0 {
+                    report.problem = Some(format!("no request for an event within {wait:?}"));
+                }
+            }
+        }
+    }
+    report.peak_rss_kib = pid.and_then(peak_rss_kib);
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    Ok(report)
+}
+
+/// One answer of an interactive run, printed as a JSON line.
+#[derive(Debug, Serialize)]
+pub struct Answer {
+    /// The invocation's number, from 0.
+    pub i: usize,
+    /// `response` or `error` (the function's answers); `timeout` (no answer
+    /// within the timeout: the process is stopped, as Lambda stops it),
+    /// `crashed` (the process ended), `init_error` (its cold start failed).
+    pub status: &'static str,
+    /// Event handed out to answer received, in milliseconds.
+    pub ms: f64,
+    /// The answer, whole.
+    pub body: String,
+    /// When this invocation started a new process: its cold start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cold_start_ms: Option<f64>,
+}
+
+/// The function's process, while it runs.
+struct Running {
+    child: tokio::process::Child,
+    started: Instant,
+    fresh: bool,
+}
+
+async fn stop(running: &mut Option<Running>, api: &mut Api) {
+    if let Some(mut r) = running.take() {
+        let _ = r.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), r.child.wait()).await;
+    }
+    // Polls the dead process left behind are of no use.
+    while api.polls.try_recv().is_ok() {}
+}
+
+async fn invoke_once(
+    config: &HarnessConfig,
+    api: &mut Api,
+    running: &mut Option<Running>,
+    starts: &mut usize,
+    i: usize,
+    event: Bytes,
+) -> std::io::Result<Answer> {
+    let limit = config.timeout + Duration::from_secs(2);
+    let answer = |status, ms, body: String, cold_start_ms| Answer {
+        i,
+        status,
+        ms,
+        body,
+        cold_start_ms,
+    };
+    if running.is_none() {
+        let mut cmd = function_command(config, &api.addr, *starts > 0 || config.log.is_none())?;
+        *running = Some(Running {
+            child: cmd.spawn()?,
+            started: Instant::now(),
+            fresh: true,
+        });
+        *starts += 1;
+    }
+    let Some(r) = running.as_mut() else {
+        return Err(std::io::Error::other("no process"));
+    };
+    let request_id = format!("soak-{i:07}");
+    let mut cold_start_ms = None;
+    let mut event = Some(event);
+    // Hand the event to the first live poll.
+    loop {
+        let poll = tokio::select! {
+            p = api.polls.recv() => match p {
+                Some(p) => p,
+                None => return Err(std::io::Error::other("the runtime API stopped")),
+            },
+            Some(Posted::InitError(body)) = api.posted.recv() => {
+                stop(running, api).await;
+                return Ok(answer("init_error", 0.0, String::from_utf8_lossy(&body).into_owned(), None));
+            }
+            s = r.child.wait() => {
+                let body = format!("the process ended before taking the event: {s:?}");
+                stop(running, api).await;
+                return Ok(answer("crashed", 0.0, body, None));
+            }
+            _ = tokio::time::sleep(limit) => {
+                stop(running, api).await;
+                return Ok(answer("timeout", 0.0, "no request for the event".into(), None));
+            }
+        };
+        if r.fresh {
+            r.fresh = false;
+            cold_start_ms = Some(poll.at.duration_since(r.started).as_secs_f64() * 1e3);
+        }
+        let Some(e) = event.take() else {
+            return Err(std::io::Error::other("no event"));
+        };
+        match poll.reply.send((request_id.clone(), e)) {
+            Ok(()) => break,
+            Err((_, e)) => event = Some(e),
+        }
+    }
+    let handed = Instant::now();
+    loop {
+        let got = tokio::select! {
+            p = api.posted.recv() => p,
+            s = r.child.wait() => {
+                let body = format!("the process ended during the invocation: {s:?}");
+                stop(running, api).await;
+                return Ok(answer("crashed", handed.elapsed().as_secs_f64() * 1e3, body, cold_start_ms));
+            }
+            _ = tokio::time::sleep(limit) => {
+                stop(running, api).await;
+                return Ok(answer("timeout", handed.elapsed().as_secs_f64() * 1e3, String::new(), cold_start_ms));
+            }
+        };
+        match got {
+            Some(Posted::Answer {
+                request_id: id,
+                kind,
+                body,
+                at,
+            }) if id == request_id => {
+                let status = if kind == "response" {
+                    "response"
+                } else {
+                    "error"
+                };
+                let ms = at.duration_since(handed).as_secs_f64() * 1e3;
+                return Ok(answer(
+                    status,
+                    ms,
+                    String::from_utf8_lossy(&body).into_owned(),
+                    cold_start_ms,
+                ));
+            }
+            Some(Posted::InitError(body)) => {
+                stop(running, api).await;
+                return Ok(answer(
+                    "init_error",
+                    0.0,
+                    String::from_utf8_lossy(&body).into_owned(),
+                    cold_start_ms,
+                ));
+            }
+            Some(_) => continue,
+            None => return Err(std::io::Error::other("the runtime API stopped")),
+        }
+    }
+}
+
+/// The soak's harness: read one event per line from stdin, hand each to the
+/// function, print each answer as one JSON line ([`Answer`]) on stdout. A
+/// process that crashes, fails its start or times out is stopped, and the
+/// next event starts a new one (a cold start), as Lambda does. At the end
+/// of stdin, a last line: `{"done": true, "starts": N, "peak_rss_kib": N}`.
+pub async fn run_interactive(config: HarnessConfig) -> std::io::Result<()> {
+    let mut api = start_api(config.timeout, &config.name).await?;
+    // stdin on a thread of its own (tokio's `io-std` is not among the
+    // workspace's features, and adding it would rebuild tokio for everyone).
+    let (line_tx, mut lines) = mpsc::unbounded_channel::<std::io::Result<String>>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let end = line.is_err();
+            if line_tx.send(line).is_err() || end {
+                break;
+            }
+        }
+    });
+    let mut running = None;
+    let mut starts = 0usize;
+    let mut i = 0usize;
+    let mut out = std::io::stdout();
+    while let Some(line) = lines.recv().await {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let a = invoke_once(
+            &config,
+            &mut api,
+            &mut running,
+            &mut starts,
+            i,
+            Bytes::from(line),
+        )
+        .await?;
+        serde_json::to_writer(&mut out, &a).map_err(std::io::Error::other)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        i += 1;
+    }
+    let peak = running
+        .as_ref()
+        .and_then(|r| r.child.id())
+        .and_then(peak_rss_kib);
+    stop(&mut running, &mut api).await;
+    serde_json::to_writer(
+        &mut out,
+        &serde_json::json!({"done": true, "starts": starts, "peak_rss_kib": peak}),
+    )
+    .map_err(std::io::Error::other)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}

@@ -1,0 +1,610 @@
+//! The benchmark's endpoint: a fast local SQS-compatible stub (AWS JSON 1.0)
+//! that answers `GetQueueAttributes`, `GetQueueUrl` and `SendMessageBatch` at
+//! once, checks every batch against the SQS limits (see [`crate::sqs`]) and
+//! counts calls, entries and bytes. It also serves S3 `GetObject` (path
+//! style) for objects given at start, for s3-to-sqs lines mode.
+//!
+//! Not an SQS: nothing is stored unless `--store` is given (then every
+//! accepted message is kept per queue, FIFO queues deduplicate; see
+//! [`crate::store`]), `MD5OfMessageBody` is a constant (neither aws-sdk-sqs
+//! nor boto3 checks it), and there is no signature check. With
+//! `--fault-rate`, `SendMessageBatch` calls are hit by injected faults (see
+//! [`crate::faults`]).
+//!
+//! Counters are kept per *epoch*; `POST /__epoch` starts a new one (the
+//! runtime-API harness does so before each invocation), so each invocation's
+//! calls are counted apart. Admin routes:
+//!
+//! * `POST /__epoch`: start a new epoch, answer its number;
+//! * `GET /__stats[?detail=1]`: every epoch's counters as JSON (with `detail`,
+//!   each accepted call's entries as `[id, size]` pairs, in arrival order);
+//! * `GET /__captured?epoch=N`: with `--capture`, the raw `SendMessageBatch`
+//!   request bodies of epoch N, for the floor client (`u32` length + target,
+//!   `u32` length + body, repeated; lengths little-endian);
+//! * `POST /__capture?on=1|0`: start or stop keeping request bodies;
+//! * `POST /__reset`: forget every epoch and start epoch 0 afresh;
+//! * `GET /__queues`: per queue (with `--store`): calls, accepted, stored,
+//!   deduplicated, faults injected by kind, entries failed by code, entries
+//!   refused by the SQS checks; and the fault configuration;
+//! * `GET /__messages?queue=NAME`: with `--store`, the queue's messages as
+//!   NDJSON (`message_id`, `sequence_number`, `body`, `attributes`,
+//!   `group`, `dedup`), in arrival order;
+//! * `POST /__object?key=BUCKET/KEY`: serve the request body as that S3 object;
+//! * `POST /__faults?rate=R`: change the fault rate (0 stops injecting).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use tokio::net::TcpListener;
+
+use crate::faults::{EntryFault, Fault, FaultConfig, Injector};
+use crate::sqs::{self, BatchRequest, EntryVerdict};
+use crate::store::{self, Accepted, Queue};
+
+/// The stub's settings.
+#[derive(Debug, Clone)]
+pub struct StubConfig {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// The queue's `MaximumMessageSize`.
+    pub max_message_bytes: usize,
+    /// Keep every `SendMessageBatch` request body (for the floor client).
+    pub capture: bool,
+    /// S3 objects served by `GetObject`, keyed `bucket/key`.
+    pub objects: HashMap<String, Bytes>,
+    /// Keep every accepted message, per queue (the soak's queue of record).
+    pub store: bool,
+    /// Faults to inject into `SendMessageBatch` calls.
+    pub faults: FaultConfig,
+}
+
+/// One epoch's counters.
+#[derive(Debug, Default, Serialize)]
+pub struct Epoch {
+    /// Accepted `SendMessageBatch` calls.
+    pub send_calls: u64,
+    /// Refused calls, by error code.
+    pub rejected_calls: BTreeMap<String, u64>,
+    /// Entries accepted.
+    pub entries_sent: u64,
+    /// Entries refused in accepted calls, by code.
+    pub entries_failed: BTreeMap<String, u64>,
+    /// Sum of the sizes (as SQS counts them) of the accepted entries.
+    pub bytes_sent: u64,
+    /// Billed request units: per accepted call, its 64 KiB chunks (at least one).
+    pub billed_units: u64,
+    /// Largest call, in message bytes.
+    pub max_call_bytes: u64,
+    /// Bytes of HTTP request bodies received for `SendMessageBatch`.
+    pub http_request_bytes: u64,
+    /// Other calls, by name (`GetQueueAttributes`, `GetObject`, ...).
+    pub other_calls: BTreeMap<String, u64>,
+    /// Per accepted call, its accepted entries as `(id, size)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<Vec<(String, u32)>>,
+    #[serde(skip)]
+    captured: Vec<(String, Bytes)>,
+}
+
+#[derive(Debug)]
+struct State {
+    config: StubConfig,
+    base_url: String,
+    epochs: Vec<Epoch>,
+    message_ids: u64,
+    injector: Injector,
+    queues: BTreeMap<String, Queue>,
+}
+
+impl State {
+    fn current(&mut self) -> &mut Epoch {
+        if self.epochs.is_empty() {
+            self.epochs.push(Epoch::default());
+        }
+        let last = self.epochs.len() - 1;
+        &mut self.epochs[last]
+    }
+}
+
+type Shared = Arc<Mutex<State>>;
+type Reply = Response<Full<Bytes>>;
+
+fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Reply {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = content_type.parse() {
+        r.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+fn json_reply(status: StatusCode, value: &serde_json::Value) -> Reply {
+    reply(
+        status,
+        "application/x-amz-json-1.0",
+        serde_json::to_vec(value).unwrap_or_default(),
+    )
+}
+
+/// The query-compatible code SQS gives an error in `x-amzn-query-error`
+/// (as aws-sdk-sqs's error table spells them): some carry the
+/// `AWS.SimpleQueueService.` prefix, the others (`RequestThrottled`,
+/// `InvalidParameterValue`, ...) do not.
+fn query_code(code: &str) -> String {
+    match code {
+        "BatchEntryIdsNotDistinct"
+        | "BatchRequestTooLong"
+        | "EmptyBatchRequest"
+        | "InvalidBatchEntryId"
+        | "TooManyEntriesInBatchRequest"
+        | "UnsupportedOperation" => format!("AWS.SimpleQueueService.{code}"),
+        "QueueDoesNotExist" => "AWS.SimpleQueueService.NonExistentQueue".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// An SQS error as the JSON protocol gives it, with the query-compatible
+/// header SQS adds.
+fn sqs_error(code: &str, message: &str, sender: bool) -> Reply {
+    let mut r = json_reply(
+        StatusCode::BAD_REQUEST,
+        &serde_json::json!({"__type": format!("com.amazonaws.sqs#{code}"), "message": message}),
+    );
+    let fault = if sender { "Sender" } else { "Receiver" };
+    if let Ok(v) = format!("{};{fault}", query_code(code)).parse() {
+        r.headers_mut().insert("x-amzn-query-error", v);
+    }
+    r
+}
+
+/// A generic AWS error (throttling, 5xx) with no SQS query code, as the
+/// service front end answers it.
+fn generic_error(status: StatusCode, code: &str) -> Reply {
+    json_reply(
+        status,
+        &serde_json::json!({"__type": format!("com.amazon.coral.service#{code}"), "message": "injected fault"}),
+    )
+}
+
+fn lock(state: &Shared) -> std::sync::MutexGuard<'_, State> {
+    // A panic while holding the lock would be a bug in the stub; go on with
+    // the counters as they are.
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The connection is to be closed without an answer (an injected fault).
+#[derive(Debug)]
+struct DropConnection;
+
+impl std::fmt::Display for DropConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("connection dropped on purpose (fault injection)")
+    }
+}
+
+impl std::error::Error for DropConnection {}
+
+/// `SendMessageBatch` with the fault injector in front of it.
+async fn send_with_faults(state: &Shared, body: Bytes) -> Result<Reply, DropConnection> {
+    let req: BatchRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(sqs_error(
+                "InvalidParameterValue",
+                &format!("malformed request: {e}"),
+                true,
+            ));
+        }
+    };
+    let (fault, plan, latency) = {
+        let mut st = lock(state);
+        let fault = st.injector.pick();
+        let name = store::queue_name(&req.queue_url).to_owned();
+        let storing = st.config.store;
+        if storing {
+            let q = st
+                .queues
+                .entry(name.clone())
+                .or_insert_with(|| Queue::new(&name));
+            q.calls += 1;
+            if let Some(f) = fault {
+                *q.faults.entry(f.name().to_owned()).or_default() += 1;
+            }
+        }
+        let plan = match fault {
+            Some(f @ (Fault::EntryRetryable | Fault::EntrySender)) => {
+                st.injector.entry_plan(f, req.entries.len())
+            }
+            _ => Vec::new(),
+        };
+        let latency = match fault {
+            Some(Fault::Latency) => st.injector.latency(),
+            _ => std::time::Duration::ZERO,
+        };
+        (fault, plan, latency)
+    };
+    match fault {
+        Some(Fault::DropBefore) => return Err(DropConnection),
+        Some(f @ (Fault::Throttle | Fault::ServerError)) => {
+            let (status, code) = lock(state).injector.call_error(f);
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            return Ok(if code == "RequestThrottled" {
+                sqs_error(code, "injected fault", true)
+            } else {
+                generic_error(status, code)
+            });
+        }
+        _ => {}
+    }
+    let reply = send_message_batch(state, &req, &body, &plan);
+    match fault {
+        Some(Fault::DropAfter) => Err(DropConnection),
+        Some(Fault::Latency) => {
+            tokio::time::sleep(latency).await;
+            Ok(reply)
+        }
+        _ => Ok(reply),
+    }
+}
+
+fn send_message_batch(
+    state: &Shared,
+    req: &BatchRequest,
+    body: &Bytes,
+    plan: &[EntryFault],
+) -> Reply {
+    let max_message_bytes = lock(state).config.max_message_bytes;
+    let checked = sqs::check_batch(req, max_message_bytes);
+    let mut guard = lock(state);
+    let st = &mut *guard;
+    let first_id = st.message_ids;
+    let queue = if st.config.store {
+        let name = store::queue_name(&req.queue_url).to_owned();
+        Some(
+            st.queues
+                .entry(name.clone())
+                .or_insert_with(|| Queue::new(&name)),
+        )
+    } else {
+        None
+    };
+    if st.epochs.is_empty() {
+        st.epochs.push(Epoch::default());
+    }
+    let last = st.epochs.len() - 1;
+    let epoch = &mut st.epochs[last];
+    epoch.http_request_bytes += body.len() as u64;
+    if st.config.capture {
+        epoch
+            .captured
+            .push(("AmazonSQS.SendMessageBatch".to_owned(), body.clone()));
+    }
+    let verdicts = match checked {
+        Ok(v) => v,
+        Err(rejected) => {
+            *epoch
+                .rejected_calls
+                .entry(rejected.code.to_owned())
+                .or_default() += 1;
+            if let Some(q) = queue {
+                *q.invalid.entry(rejected.code.to_owned()).or_default() += 1;
+            }
+            drop(guard);
+            return sqs_error(rejected.code, &rejected.message, true);
+        }
+    };
+    let mut successful = Vec::with_capacity(verdicts.len());
+    let mut failed = Vec::new();
+    let mut call_bytes = 0usize;
+    let mut detail = Vec::with_capacity(verdicts.len());
+    let mut next_id = first_id;
+    let now = Instant::now();
+    let mut queue = queue;
+    for (i, (e, v)) in req.entries.iter().zip(&verdicts).enumerate() {
+        let injected = plan.get(i).copied().flatten();
+        match (v, injected) {
+            (EntryVerdict::Sent { .. }, Some((code, sender))) => {
+                if let Some(q) = queue.as_deref_mut() {
+                    *q.entry_faults.entry(code.to_owned()).or_default() += 1;
+                }
+                failed.push(serde_json::json!({
+                    "Id": e.id, "Code": code, "Message": "injected fault", "SenderFault": sender,
+                }));
+            }
+            (EntryVerdict::Sent { size }, None) => {
+                next_id += 1;
+                let fresh = format!("00000000-0000-4000-8000-{next_id:012x}");
+                let (message_id, sequence) = match queue.as_deref_mut() {
+                    None => (fresh, None),
+                    Some(q) => match q.accept(e, fresh, now) {
+                        Accepted::Ok(id, seq) => (id, seq),
+                        Accepted::Refused(code, message) => {
+                            failed.push(serde_json::json!({
+                                "Id": e.id, "Code": code, "Message": message, "SenderFault": true,
+                            }));
+                            continue;
+                        }
+                    },
+                };
+                call_bytes += size;
+                detail.push((e.id.clone(), *size as u32));
+                let mut ok = serde_json::json!({
+                    "Id": e.id,
+                    "MessageId": message_id,
+                    "MD5OfMessageBody": "00000000000000000000000000000000",
+                });
+                if let Some(seq) = sequence {
+                    ok["SequenceNumber"] = serde_json::Value::String(seq);
+                }
+                successful.push(ok);
+            }
+            (EntryVerdict::Failed { code, message }, _) => {
+                *epoch.entries_failed.entry((*code).to_owned()).or_default() += 1;
+                if let Some(q) = queue.as_deref_mut() {
+                    *q.invalid.entry((*code).to_owned()).or_default() += 1;
+                }
+                failed.push(serde_json::json!({
+                    "Id": e.id, "Code": code, "Message": message, "SenderFault": true,
+                }));
+            }
+        }
+    }
+    epoch.send_calls += 1;
+    epoch.entries_sent += detail.len() as u64;
+    epoch.bytes_sent += call_bytes as u64;
+    epoch.billed_units += sqs::billed_units(call_bytes) as u64;
+    epoch.max_call_bytes = epoch.max_call_bytes.max(call_bytes as u64);
+    epoch.calls.push(detail);
+    st.message_ids = next_id;
+    drop(guard);
+    json_reply(
+        StatusCode::OK,
+        &serde_json::json!({"Successful": successful, "Failed": failed}),
+    )
+}
+
+fn count_other(state: &Shared, name: &str) {
+    *lock(state)
+        .current()
+        .other_calls
+        .entry(name.to_owned())
+        .or_default() += 1;
+}
+
+async fn sqs_call(state: &Shared, target: &str, body: Bytes) -> Result<Reply, DropConnection> {
+    let op = target.strip_prefix("AmazonSQS.").unwrap_or(target);
+    Ok(match op {
+        "SendMessageBatch" => return send_with_faults(state, body).await,
+        "GetQueueAttributes" => {
+            count_other(state, op);
+            let max = lock(state).config.max_message_bytes;
+            json_reply(
+                StatusCode::OK,
+                &serde_json::json!({"Attributes": {
+                    "MaximumMessageSize": max.to_string(),
+                    "ContentBasedDeduplication": "false",
+                }}),
+            )
+        }
+        "GetQueueUrl" => {
+            count_other(state, op);
+            let name = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| {
+                    v.get("QueueName")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_owned)
+                })
+                .unwrap_or_default();
+            let base = lock(state).base_url.clone();
+            json_reply(
+                StatusCode::OK,
+                &serde_json::json!({"QueueUrl": format!("{base}/123456789012/{name}")}),
+            )
+        }
+        other => sqs_error(
+            "UnsupportedOperation",
+            &format!("the benchmark stub does not serve {other}"),
+            true,
+        ),
+    })
+}
+
+fn get_object(state: &Shared, path: &str, head: bool) -> Reply {
+    let key = path.trim_start_matches('/');
+    let object = lock(state).config.objects.get(key).cloned();
+    match object {
+        Some(bytes) => {
+            count_other(state, "GetObject");
+            let len = bytes.len();
+            let mut r = reply(
+                StatusCode::OK,
+                "application/octet-stream",
+                if head { Bytes::new() } else { bytes },
+            );
+            let h = r.headers_mut();
+            h.insert("etag", hyper::header::HeaderValue::from_static("\"bench\""));
+            if let Ok(v) = len.to_string().parse() {
+                h.insert(hyper::header::CONTENT_LENGTH, v);
+            }
+            r
+        }
+        None => reply(
+            StatusCode::NOT_FOUND,
+            "application/xml",
+            format!("<Error><Code>NoSuchKey</Code><Message>no object {key}</Message></Error>"),
+        ),
+    }
+}
+
+fn query_param<'a>(query: Option<&'a str>, name: &str) -> Option<&'a str> {
+    query?
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+fn admin(state: &Shared, method: &Method, path: &str, query: Option<&str>, body: Bytes) -> Reply {
+    match (method, path) {
+        (&Method::GET, "/__queues") => {
+            let st = lock(state);
+            json_reply(
+                StatusCode::OK,
+                &serde_json::json!({"queues": &st.queues, "faults": st.injector.describe()}),
+            )
+        }
+        (&Method::GET, "/__messages") => {
+            let Some(name) = query_param(query, "queue") else {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    "text/plain",
+                    "queue=NAME is required",
+                );
+            };
+            let st = lock(state);
+            match st.queues.get(name) {
+                Some(q) => reply(StatusCode::OK, "application/x-ndjson", q.dump()),
+                None => reply(StatusCode::OK, "application/x-ndjson", Bytes::new()),
+            }
+        }
+        (&Method::POST, "/__object") => {
+            let Some(key) = query_param(query, "key") else {
+                return reply(
+                    StatusCode::BAD_REQUEST,
+                    "text/plain",
+                    "key=BUCKET/KEY is required",
+                );
+            };
+            lock(state).config.objects.insert(key.to_owned(), body);
+            reply(StatusCode::OK, "text/plain", "stored")
+        }
+        (&Method::POST, "/__faults") => {
+            let Some(rate) = query_param(query, "rate").and_then(|r| r.parse::<f64>().ok()) else {
+                return reply(StatusCode::BAD_REQUEST, "text/plain", "rate=R is required");
+            };
+            lock(state).injector.set_rate(rate);
+            reply(StatusCode::OK, "text/plain", "ok")
+        }
+        (&Method::POST, "/__epoch") => {
+            let mut st = lock(state);
+            st.epochs.push(Epoch::default());
+            let n = st.epochs.len() - 1;
+            reply(StatusCode::OK, "text/plain", n.to_string())
+        }
+        (&Method::POST, "/__reset") => {
+            let mut st = lock(state);
+            st.epochs = vec![Epoch::default()];
+            reply(StatusCode::OK, "text/plain", "reset")
+        }
+        (&Method::POST, "/__capture") => {
+            let on = query_param(query, "on") == Some("1");
+            lock(state).config.capture = on;
+            reply(StatusCode::OK, "text/plain", if on { "on" } else { "off" })
+        }
+        (&Method::GET, "/__stats") => {
+            let detail = query_param(query, "detail") == Some("1");
+            let st = lock(state);
+            let epochs: Vec<serde_json::Value> = st
+                .epochs
+                .iter()
+                .map(|e| {
+                    let mut v = serde_json::to_value(e).unwrap_or_default();
+                    if !detail && let Some(o) = v.as_object_mut() {
+                        o.remove("calls");
+                    }
+                    v
+                })
+                .collect();
+            json_reply(StatusCode::OK, &serde_json::json!({"epochs": epochs}))
+        }
+        (&Method::GET, "/__captured") => {
+            let n: usize = match query_param(query, "epoch").and_then(|v| v.parse().ok()) {
+                Some(n) => n,
+                None => return reply(StatusCode::BAD_REQUEST, "text/plain", "epoch=N is required"),
+            };
+            let st = lock(state);
+            let Some(epoch) = st.epochs.get(n) else {
+                return reply(StatusCode::NOT_FOUND, "text/plain", "no such epoch");
+            };
+            let mut out = Vec::new();
+            for (target, body) in &epoch.captured {
+                out.extend_from_slice(&(target.len() as u32).to_le_bytes());
+                out.extend_from_slice(target.as_bytes());
+                out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+                out.extend_from_slice(body);
+            }
+            reply(StatusCode::OK, "application/octet-stream", out)
+        }
+        _ => reply(StatusCode::NOT_FOUND, "text/plain", "unknown admin route"),
+    }
+}
+
+async fn handle(state: Shared, req: Request<Incoming>) -> Result<Reply, DropConnection> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().map(str::to_owned);
+    let target = req
+        .headers()
+        .get("x-amz-target")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Ok(reply(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                format!("body: {e}"),
+            ));
+        }
+    };
+    Ok(if path.starts_with("/__") {
+        admin(&state, &method, &path, query.as_deref(), body)
+    } else if let Some(target) = target {
+        return sqs_call(&state, &target, body).await;
+    } else if method == Method::GET || method == Method::HEAD {
+        get_object(&state, &path, method == Method::HEAD)
+    } else {
+        reply(StatusCode::BAD_REQUEST, "text/plain", "no X-Amz-Target")
+    })
+}
+
+/// Bind and serve until the process is stopped. Prints `http://127.0.0.1:PORT`
+/// on stdout once listening.
+pub async fn serve(config: StubConfig) -> std::io::Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", config.port)).await?;
+    let base_url = format!("http://{}", listener.local_addr()?);
+    println!("{base_url}");
+    let injector = Injector::new(config.faults.clone());
+    let state: Shared = Arc::new(Mutex::new(State {
+        config,
+        base_url,
+        epochs: vec![Epoch::default()],
+        message_ids: 0,
+        injector,
+        queues: BTreeMap::new(),
+    }));
+    loop {
+        let (stream, _) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(state.clone(), req));
+            // A client that goes away mid-request is not the stub's problem.
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
