@@ -10,7 +10,12 @@
   parameter;
 * runtime, architecture and build method are the ones this project builds for;
 * no IAM statement of a function allows a `*` action or resource for SQS, S3,
-  KMS or Secrets Manager.
+  KMS or Secrets Manager;
+* with the parameters' defaults, no HTTP API route or function URL is open
+  without auth (AuthorizationType / AuthType NONE);
+* negative tests: the wildcard and auth checks fail on mutated copies of the
+  template (a `sqs:*` action, a `*` resource, an open route), so a check
+  that passes everything is caught.
 
 Prints one line per check and a closing "N passed, N failed" line.
 Uses cfn-lint's own YAML loader (from the tools virtualenv).
@@ -119,29 +124,128 @@ def main():
         check("QUEUE_URL" in env or "QUEUE_NAME" in env, f"{name}: the target queue is given")
 
         # Least privilege.
-        wild = []
-
-        def stmts(node):
-            if isinstance(node, dict) and "Effect" in node and "Action" in node:
-                actions = node["Action"] if isinstance(node["Action"], list) else [node["Action"]]
-                res_ = node.get("Resource", [])
-                res_ = res_ if isinstance(res_, list) else [res_]
-                for a in actions:
-                    if isinstance(a, str) and (a == "*" or a.endswith(":*")) and \
-                            a.split(":")[0] in ("*", "sqs", "s3", "kms", "secretsmanager"):
-                        wild.append(a)
-                if any(isinstance(a, str) and a.split(":")[0] in ("sqs", "s3", "kms", "secretsmanager")
-                       for a in actions) and any(r == "*" for r in res_):
-                    wild.append(f"{actions} on *")
-
-        walk(props.get("Policies", []), stmts)
+        wild = wildcards(props)
         check(not wild, f"{name}: no wildcard SQS/S3/KMS/Secrets Manager permission" +
               (f": {wild}" if wild else ""))
+
+    open_routes = unauthenticated(tpl)
+    check(not open_routes, "the HTTP endpoint is not open without auth by default" +
+          (f": {open_routes}" if open_routes else ""))
+
+    negative_tests(tpl)
 
     passed = sum(1 for ok, _ in results if ok)
     failed = len(results) - passed
     print(f"template: {passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
+
+
+def wildcards(props):
+    """The `*` actions and resources of SQS/S3/KMS/Secrets Manager statements
+    in a function's Policies."""
+    wild = []
+
+    def stmts(node):
+        if isinstance(node, dict) and "Effect" in node and "Action" in node:
+            actions = node["Action"] if isinstance(node["Action"], list) else [node["Action"]]
+            res_ = node.get("Resource", [])
+            res_ = res_ if isinstance(res_, list) else [res_]
+            for a in actions:
+                if isinstance(a, str) and (a == "*" or a.endswith(":*")) and \
+                        a.split(":")[0] in ("*", "sqs", "s3", "kms", "secretsmanager"):
+                    wild.append(a)
+            if any(isinstance(a, str) and a.split(":")[0] in ("sqs", "s3", "kms", "secretsmanager")
+                   for a in actions) and any(r == "*" for r in res_):
+                wild.append(f"{actions} on *")
+
+    walk(props.get("Policies", []), stmts)
+    return wild
+
+
+def resolve(tpl, node):
+    """A value as deployed with every parameter at its default: Ref to a
+    parameter, Fn::If, Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition."""
+    params = tpl.get("Parameters", {})
+    conditions = tpl.get("Conditions", {})
+    if isinstance(node, dict) and len(node) == 1:
+        (k, v), = node.items()
+        if k == "Ref" and v in params:
+            return params[v].get("Default")
+        if k == "Condition":
+            return resolve(tpl, conditions.get(v))
+        if k == "Fn::If":
+            cond, yes, no = v
+            return resolve(tpl, yes if resolve(tpl, conditions.get(cond)) else no)
+        if k == "Fn::Equals":
+            return resolve(tpl, v[0]) == resolve(tpl, v[1])
+        if k == "Fn::Not":
+            return not resolve(tpl, v[0])
+        if k == "Fn::And":
+            return all(resolve(tpl, c) for c in v)
+        if k == "Fn::Or":
+            return any(resolve(tpl, c) for c in v)
+    return node
+
+
+def unauthenticated(tpl):
+    """Routes and function URLs open without auth, with the default parameters."""
+    found = []
+    for name, res in tpl.get("Resources", {}).items():
+        props = res.get("Properties", {}) or {}
+        kind = res.get("Type")
+        if kind == "AWS::ApiGatewayV2::Route":
+            auth = resolve(tpl, props.get("AuthorizationType", "NONE"))
+            if auth in (None, "NONE"):
+                found.append(f"{name} ({resolve(tpl, props.get('RouteKey'))}) AuthorizationType {auth}")
+        elif kind == "AWS::Lambda::Url":
+            if resolve(tpl, props.get("AuthType")) == "NONE":
+                found.append(f"{name} AuthType NONE")
+        elif kind == "AWS::Serverless::Function":
+            url = props.get("FunctionUrlConfig")
+            if url is not None and resolve(tpl, url.get("AuthType")) == "NONE":
+                found.append(f"{name} FunctionUrlConfig AuthType NONE")
+        elif kind == "AWS::Serverless::HttpApi":
+            auth = (props.get("Auth") or {}).get("DefaultAuthorizer")
+            if auth is None or resolve(tpl, auth) == "NONE":
+                found.append(f"{name} has no DefaultAuthorizer")
+    return found
+
+
+def negative_tests(tpl):
+    """The checks fail on templates that break them."""
+    import copy
+
+    functions = [n for n, r in tpl.get("Resources", {}).items()
+                 if r.get("Type") == "AWS::Serverless::Function"]
+    mutations = [
+        ("an sqs:* action", {"Effect": "Allow", "Action": "sqs:*",
+                            "Resource": "arn:aws:sqs:us-east-1:123456789012:q"}),
+        ("a * resource for s3:GetObject", {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": "*"}),
+        ("a * action", {"Effect": "Allow", "Action": ["*"], "Resource": ["arn:aws:kms:us-east-1:123456789012:key/k"]}),
+        ("a * resource for secretsmanager:GetSecretValue",
+         {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": ["*"]}),
+        ("a kms:* action", {"Effect": "Allow", "Action": ["kms:*"], "Resource": "arn:aws:kms:us-east-1:123456789012:key/k"}),
+    ]
+    for name in functions:
+        for what, statement in mutations:
+            bad = copy.deepcopy(tpl)
+            props = bad["Resources"][name].setdefault("Properties", {})
+            policies = props.get("Policies")
+            policies = list(policies) if isinstance(policies, list) else ([policies] if policies else [])
+            policies.append({"Statement": [statement]})
+            props["Policies"] = policies
+            check(wildcards(props), f"negative: {name} with {what} fails the wildcard check")
+    bad = copy.deepcopy(tpl)
+    bad["Parameters"].setdefault("ApiAuth", {})["Default"] = "NONE"
+    check(unauthenticated(bad), "negative: ApiAuth defaulting to NONE fails the auth check")
+    bad = copy.deepcopy(tpl)
+    routes = [n for n, r in bad["Resources"].items() if r.get("Type") == "AWS::ApiGatewayV2::Route"]
+    for r in routes:
+        bad["Resources"][r]["Properties"]["AuthorizationType"] = "NONE"
+    check(routes and unauthenticated(bad), "negative: a route with AuthorizationType NONE fails the auth check")
+    bad = copy.deepcopy(tpl)
+    bad["Resources"]["OpenUrl"] = {"Type": "AWS::Lambda::Url", "Properties": {"AuthType": "NONE"}}
+    check(unauthenticated(bad), "negative: a function URL with AuthType NONE fails the auth check")
 
 
 if __name__ == "__main__":

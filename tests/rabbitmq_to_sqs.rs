@@ -7,37 +7,28 @@
 //! of SQS are injected with fake transports; the broker is always real.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use base64::Engine as _;
-use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
-use lapin::options::{
-    BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,
-    QueueDeleteOptions,
+use forwarder_e2e::rabbitmq::{
+    Broker, FakeSqs, amqp_url, close_connection_named, fake_forwarder, far, function, poll,
+    settings, unique,
 };
+use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
+use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
-use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use rabbitmq_to_sqs::broker::BrokerError;
-use rabbitmq_to_sqs::drain::{PollReport, StopReason};
-use rabbitmq_to_sqs::{Function, HandlerError, Settings};
+use rabbitmq_to_sqs::drain::StopReason;
+use rabbitmq_to_sqs::{Function, HandlerError};
 use serde_json::Value;
-use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::queue::connect_with;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Config, Env, Forwarder, RetryPolicy, SendSettings, SqsTransport, Transport};
+use sqs_forwarder::{Config, Forwarder, SqsTransport};
 use tokio::time::Instant;
 
 // ---------------------------------------------------------------- broker
-
-fn amqp_url() -> String {
-    std::env::var("RABBITMQ_TEST_URL")
-        .ok()
-        .filter(|u| !u.trim().is_empty())
-        .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
-}
 
 /// The URL with another password (or none).
 fn url_with_password(password: Option<&str>) -> String {
@@ -53,162 +44,11 @@ fn url_with_password(password: Option<&str>) -> String {
     }
 }
 
-fn unique(base: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{base}-{nanos}-{}", N.fetch_add(1, Ordering::SeqCst))
-}
-
-struct Broker {
-    conn: Connection,
-    ch: Channel,
-    queues: Vec<String>,
-}
-
-impl Broker {
-    async fn new() -> Self {
-        let conn = Connection::connect(&amqp_url(), ConnectionProperties::default())
-            .await
-            .expect("RabbitMQ must run on 127.0.0.1:5672 (scripts/local-rabbitmq.sh start), or set RABBITMQ_TEST_URL");
-        let ch = conn.create_channel().await.expect("channel");
-        ch.confirm_select(ConfirmSelectOptions::default())
-            .await
-            .expect("publisher confirms");
-        Broker {
-            conn,
-            ch,
-            queues: Vec::new(),
-        }
-    }
-
-    /// A fresh queue; with `dead_letters`, also `<name>.dlq`, which gets
-    /// what the queue dead-letters.
-    async fn queue(&mut self, base: &str, dead_letters: bool) -> String {
-        let name = unique(base);
-        let mut args = FieldTable::default();
-        if dead_letters {
-            let dlq = format!("{name}.dlq");
-            self.ch
-                .queue_declare(
-                    dlq.as_str().into(),
-                    QueueDeclareOptions::default(),
-                    FieldTable::default(),
-                )
-                .await
-                .expect("declare dlq");
-            self.queues.push(dlq.clone());
-            args.insert(
-                "x-dead-letter-exchange".into(),
-                AMQPValue::LongString("".into()),
-            );
-            args.insert(
-                "x-dead-letter-routing-key".into(),
-                AMQPValue::LongString(dlq.as_str().into()),
-            );
-        }
-        self.ch
-            .queue_declare(name.as_str().into(), QueueDeclareOptions::default(), args)
-            .await
-            .expect("declare queue");
-        self.queues.push(name.clone());
-        name
-    }
-
-    async fn publish(&self, queue: &str, body: &[u8], props: BasicProperties) {
-        self.ch
-            .basic_publish(
-                "".into(),
-                queue.into(),
-                BasicPublishOptions::default(),
-                body,
-                props,
-            )
-            .await
-            .expect("publish")
-            .await
-            .expect("confirm");
-    }
-
-    async fn publish_text(&self, queue: &str, body: &str) {
-        self.publish(queue, body.as_bytes(), BasicProperties::default())
-            .await;
-    }
-
-    /// Ready messages in `queue`.
-    async fn ready(&self, queue: &str) -> u32 {
-        self.ch
-            .queue_declare(
-                queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .expect("passive declare")
-            .message_count()
-    }
-
-    /// Take every message of `queue` (acked), bodies in queue order.
-    async fn take_all(&self, queue: &str) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Some(m) = self
-            .ch
-            .basic_get(queue.into(), BasicGetOptions { no_ack: true })
-            .await
-            .expect("basic.get")
-        {
-            out.push(String::from_utf8_lossy(&m.delivery.data).into_owned());
-        }
-        out
-    }
-
-    async fn cleanup(self) {
-        for q in &self.queues {
-            let _ = self
-                .ch
-                .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
-                .await;
-        }
-        let _ = self.conn.close(200, "OK".into()).await;
-    }
-}
-
 fn text_header(v: &str) -> AMQPValue {
     AMQPValue::LongString(LongString::from(v))
 }
 
 // ---------------------------------------------------------------- function
-
-fn settings(vars: &[(&str, &str)]) -> Settings {
-    Settings::from_env(&Env::from_pairs(vars)).expect("valid test settings")
-}
-
-fn quick_retries() -> SendSettings {
-    SendSettings {
-        retry: RetryPolicy {
-            max_attempts: 2,
-            base_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(2),
-        },
-        ..SendSettings::default()
-    }
-}
-
-fn fake_forwarder<T: Transport>(transport: T, fifo: bool) -> Forwarder<T> {
-    Forwarder::new(
-        transport,
-        quick_retries(),
-        EncodeRules {
-            fifo,
-            ..EncodeRules::default()
-        },
-    )
-}
 
 async fn sqs_forwarder(url: &str) -> Forwarder<SqsTransport> {
     let config =
@@ -216,95 +56,6 @@ async fn sqs_forwarder(url: &str) -> Forwarder<SqsTransport> {
     connect_with(client(), &config, true)
         .await
         .expect("connect to local SQS")
-}
-
-fn function<T: Transport>(vars: &[(&str, &str)], forwarder: Forwarder<T>) -> Function<T> {
-    // A generous idle wait: on a loaded machine a delivery may take a while,
-    // and the tests count exactly what was drained.
-    let mut all = vec![("RABBITMQ_IDLE_MS", "1000")];
-    all.extend_from_slice(vars);
-    Function::new(settings(&all), forwarder, Duration::from_millis(200), None)
-        .expect("function")
-        .with_connection_name(unique("rmq-e2e"))
-}
-
-fn far() -> Instant {
-    Instant::now() + Duration::from_secs(60)
-}
-
-async fn poll<T: Transport>(f: &Function<T>) -> PollReport {
-    f.poll_until(far(), None).await.expect("poll")
-}
-
-/// A fake SQS: records the bodies it accepts; fails bodies containing
-/// "retry-me" (retryable) or "poison" (the message's fault); may sleep per
-/// call, or run a hook on a given call.
-#[derive(Clone, Default)]
-struct FakeSqs {
-    accepted: Arc<Mutex<Vec<String>>>,
-    groups: Arc<Mutex<Vec<(String, String)>>>,
-    calls: Arc<AtomicUsize>,
-    delay: Duration,
-    on_call: Option<(usize, Arc<dyn Fn() + Send + Sync>)>,
-}
-
-impl FakeSqs {
-    fn accepted(&self) -> Vec<String> {
-        self.accepted.lock().expect("lock").clone()
-    }
-}
-
-impl Transport for FakeSqs {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-            if let Some((at, hook)) = &self.on_call
-                && *at == n
-            {
-                let hook = Arc::clone(hook);
-                tokio::task::spawn_blocking(move || hook())
-                    .await
-                    .expect("hook");
-            }
-            if !self.delay.is_zero() {
-                tokio::time::sleep(self.delay).await;
-            }
-            let mut out = Vec::new();
-            for i in items {
-                let body = &i.entry.body;
-                let result = if body.contains("retry-me") {
-                    EntryResult::Failed {
-                        code: "InternalError".into(),
-                        message: "injected".into(),
-                        sender_fault: false,
-                    }
-                } else if body.contains("poison") {
-                    EntryResult::Failed {
-                        code: "InvalidParameterValue".into(),
-                        message: "injected".into(),
-                        sender_fault: true,
-                    }
-                } else {
-                    self.accepted.lock().expect("lock").push(body.clone());
-                    if let Some(g) = &i.entry.group_id {
-                        self.groups
-                            .lock()
-                            .expect("lock")
-                            .push((g.clone(), body.clone()));
-                    }
-                    EntryResult::Sent {
-                        message_id: format!("m-{n}-{}", i.id),
-                        sequence_number: None,
-                    }
-                };
-                out.push((i.id.clone(), result));
-            }
-            Ok(out)
-        })
-    }
 }
 
 // ---------------------------------------------------------------- tests
@@ -622,28 +373,6 @@ async fn a_failed_fifo_message_holds_back_the_rest_of_its_group() {
         "group a stays whole and in order for the next poll"
     );
     broker.cleanup().await;
-}
-
-fn close_connection_named(name: &str) {
-    let out = std::process::Command::new("rabbitmqctl")
-        .args(["list_connections", "pid", "client_properties"])
-        .output()
-        .expect("rabbitmqctl must be installed for this test");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.contains(name))
-        .unwrap_or_else(|| panic!("connection {name} not listed by rabbitmqctl: {text}"));
-    let pid = line.split_whitespace().next().expect("pid");
-    let status = std::process::Command::new("rabbitmqctl")
-        .args([
-            "close_connection",
-            pid,
-            "test: connection dropped mid-drain",
-        ])
-        .status()
-        .expect("rabbitmqctl close_connection");
-    assert!(status.success(), "rabbitmqctl close_connection failed");
 }
 
 #[tokio::test(flavor = "multi_thread")]

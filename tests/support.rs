@@ -5,6 +5,9 @@
 //! after starting the local SQS server. Without it the tests fail, saying so:
 //! an end-to-end test that quietly skips proves nothing.
 
+#[path = "support/rabbitmq.rs"]
+pub mod rabbitmq;
+
 use std::collections::HashMap;
 use std::time::Duration;
 

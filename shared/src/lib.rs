@@ -97,6 +97,8 @@ pub mod retry;
 pub mod send;
 pub mod sink;
 pub mod startup;
+#[doc(hidden)]
+pub mod test_support;
 pub mod transport;
 
 pub use batch::FifoOrder;

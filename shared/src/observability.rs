@@ -31,19 +31,9 @@ pub fn in_lambda() -> bool {
 /// later calls return the first handle.
 pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observability {
     *INSTALLED.get_or_init(|| {
-        let mut filter =
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-        // The AMQP client's trace logs print raw frames, the login included:
-        // never below debug, whatever RUST_LOG says.
-        for quiet in [
-            "lapin=debug",
-            "amq_protocol=debug",
-            "amq_protocol_types=debug",
-        ] {
-            if let Ok(d) = quiet.parse() {
-                filter = filter.add_directive(d);
-            }
-        }
+        let filter = quiet_amqp(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        );
         let json = match format {
             LogFormat::Json => true,
             LogFormat::Text => false,
@@ -65,6 +55,22 @@ pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observ
             .ok();
         Observability { collector }
     })
+}
+
+/// `filter` with the AMQP client's trace logs turned off: they print raw
+/// frames, the login included, so never below debug, whatever `RUST_LOG`
+/// says. [`init`] applies it; tests capture logs through it.
+pub fn quiet_amqp(mut filter: EnvFilter) -> EnvFilter {
+    for quiet in [
+        "lapin=debug",
+        "amq_protocol=debug",
+        "amq_protocol_types=debug",
+    ] {
+        if let Ok(d) = quiet.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
+    filter
 }
 
 impl std::fmt::Debug for Observability {

@@ -152,6 +152,22 @@ fn sqs_error(status: u16, type_name: &str, query_code: Option<&str>) -> Response
     }
 }
 
+/// The first `calls` calls answered with `failure`, every later one all sent.
+fn failing_then_all_sent(calls: usize, failure: ResponseTemplate) -> impl Respond + 'static {
+    scripted(move |call, entries| {
+        if call < calls {
+            failure.clone()
+        } else {
+            all_sent(call, entries)
+        }
+    })
+}
+
+/// Every call answered 200 with every entry failed with `code`.
+fn every_entry_failing(code: &'static str, sender_fault: bool) -> impl Respond + 'static {
+    scripted(move |_, entries| answer(entries, |_| Answer::Failed { code, sender_fault }))
+}
+
 fn throttled() -> ResponseTemplate {
     sqs_error(400, "RequestThrottled", Some("RequestThrottled"))
 }
@@ -389,6 +405,26 @@ fn assert_failed(run: &Run, i: usize, codes: &[&str], retryable: bool, attempts:
     }
 }
 
+/// Messages `range` were sent in call `call` (from 0), after `attempts` attempts.
+fn assert_all_sent(run: &Run, range: std::ops::Range<usize>, call: usize, attempts: u32) {
+    for i in range {
+        assert_sent(run, i, &message_id(call, &i.to_string()), attempts);
+    }
+}
+
+/// Messages `range` failed as [`assert_failed`] says.
+fn assert_all_failed(
+    run: &Run,
+    range: std::ops::Range<usize>,
+    codes: &[&str],
+    retryable: bool,
+    attempts: Option<u32>,
+) {
+    for i in range {
+        assert_failed(run, i, codes, retryable, attempts);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 1. Partial `Failed` entries
 // ---------------------------------------------------------------------------
@@ -496,9 +532,7 @@ async fn throttled_entries_are_retried_even_as_sender_faults() {
     .await;
     assert_eq!(run.requests.len(), 2);
     assert_eq!(ids(&run.requests[1]), ["0", "1", "2", "3"]);
-    for i in 0..4 {
-        assert_sent(&run, i, &message_id(1, &i.to_string()), 2);
-    }
+    assert_all_sent(&run, 0..4, 1, 2);
     assert_sent(&run, 4, &message_id(0, "4"), 1);
     assert_attempts_match_requests(&run);
 }
@@ -506,21 +540,14 @@ async fn throttled_entries_are_retried_even_as_sender_faults() {
 #[tokio::test]
 async fn entries_throttled_every_time_fail_retryable_after_max_attempts() {
     let run = run_against(
-        scripted(|_, entries| {
-            answer(entries, |_| Answer::Failed {
-                code: "RequestThrottled",
-                sender_fault: true,
-            })
-        }),
+        every_entry_failing("RequestThrottled", true),
         3,
         settings(4),
         None,
     )
     .await;
     assert_eq!(run.requests.len(), 4, "max_attempts calls, no more");
-    for i in 0..3 {
-        assert_failed(&run, i, &["RequestThrottled"], true, Some(4));
-    }
+    assert_all_failed(&run, 0..3, &["RequestThrottled"], true, Some(4));
     assert_attempts_match_requests(&run);
 }
 
@@ -530,25 +557,11 @@ async fn entries_throttled_every_time_fail_retryable_after_max_attempts() {
 
 #[tokio::test]
 async fn throttled_call_is_retried_then_sent() {
-    let run = run_against(
-        scripted(|call, entries| {
-            if call == 0 {
-                throttled()
-            } else {
-                all_sent(call, entries)
-            }
-        }),
-        3,
-        settings(3),
-        None,
-    )
-    .await;
+    let run = run_against(failing_then_all_sent(1, throttled()), 3, settings(3), None).await;
     assert_eq!(run.requests.len(), 2);
     assert_eq!(ids(&run.requests[0]), ["0", "1", "2"]);
     assert_eq!(ids(&run.requests[1]), ["0", "1", "2"]);
-    for i in 0..3 {
-        assert_sent(&run, i, &message_id(1, &i.to_string()), 2);
-    }
+    assert_all_sent(&run, 0..3, 1, 2);
     assert_attempts_match_requests(&run);
 }
 
@@ -556,22 +569,14 @@ async fn throttled_call_is_retried_then_sent() {
 async fn throttled_call_without_query_header_is_retried() {
     // Only `__type` to go by (no x-amzn-query-error header), HTTP 400.
     let run = run_against(
-        scripted(|call, entries| {
-            if call == 0 {
-                sqs_error(400, "ThrottlingException", None)
-            } else {
-                all_sent(call, entries)
-            }
-        }),
+        failing_then_all_sent(1, sqs_error(400, "ThrottlingException", None)),
         2,
         settings(3),
         None,
     )
     .await;
     assert_eq!(run.requests.len(), 2);
-    for i in 0..2 {
-        assert_sent(&run, i, &message_id(1, &i.to_string()), 2);
-    }
+    assert_all_sent(&run, 0..2, 1, 2);
     assert_attempts_match_requests(&run);
 }
 
@@ -582,22 +587,14 @@ async fn throttled_call_without_query_header_is_retried() {
 #[tokio::test]
 async fn http_500_twice_then_success() {
     let run = run_against(
-        scripted(|call, entries| {
-            if call < 2 {
-                internal_error()
-            } else {
-                all_sent(call, entries)
-            }
-        }),
+        failing_then_all_sent(2, internal_error()),
         4,
         settings(3),
         None,
     )
     .await;
     assert_eq!(run.requests.len(), 3);
-    for i in 0..4 {
-        assert_sent(&run, i, &message_id(2, &i.to_string()), 3);
-    }
+    assert_all_sent(&run, 0..4, 2, 3);
     assert_attempts_match_requests(&run);
 }
 
@@ -605,9 +602,7 @@ async fn http_500_twice_then_success() {
 async fn http_500_always_fails_retryable_after_max_attempts() {
     let run = run_against(scripted(|_, _| internal_error()), 4, settings(4), None).await;
     assert_eq!(run.requests.len(), 4, "exactly max_attempts calls");
-    for i in 0..4 {
-        assert_failed(&run, i, &["InternalError"], true, Some(4));
-    }
+    assert_all_failed(&run, 0..4, &["InternalError"], true, Some(4));
     assert_attempts_match_requests(&run);
 }
 
@@ -615,25 +610,20 @@ async fn http_500_always_fails_retryable_after_max_attempts() {
 async fn http_503_with_a_non_json_body_is_retried() {
     // A load balancer's HTML page, not an SQS error.
     let run = run_against(
-        scripted(|call, entries| {
-            if call == 0 {
-                ResponseTemplate::new(503).set_body_raw(
-                    "<html><body>503 Service Temporarily Unavailable</body></html>",
-                    "text/html",
-                )
-            } else {
-                all_sent(call, entries)
-            }
-        }),
+        failing_then_all_sent(
+            1,
+            ResponseTemplate::new(503).set_body_raw(
+                "<html><body>503 Service Temporarily Unavailable</body></html>",
+                "text/html",
+            ),
+        ),
         2,
         settings(3),
         None,
     )
     .await;
     assert_eq!(run.requests.len(), 2);
-    for i in 0..2 {
-        assert_sent(&run, i, &message_id(1, &i.to_string()), 2);
-    }
+    assert_all_sent(&run, 0..2, 1, 2);
     assert_attempts_match_requests(&run);
 }
 
@@ -680,9 +670,7 @@ async fn access_denied_and_missing_queue_are_not_retried() {
         let mut sizes: Vec<usize> = run.requests.iter().map(Vec::len).collect();
         sizes.sort_unstable();
         assert_eq!(sizes, [2, 10], "{name}: each batch called once");
-        for i in 0..12 {
-            assert_failed(&run, i, &[code], false, Some(1));
-        }
+        assert_all_failed(&run, 0..12, &[code], false, Some(1));
         assert_attempts_match_requests(&run);
     }
 }
@@ -719,9 +707,7 @@ async fn kms_errors_are_reported_with_their_code_and_not_retried() {
     for (name, response, code) in cases {
         let run = run_against(response, 3, settings(5), None).await;
         assert_eq!(run.requests.len(), 1, "{name}: called once");
-        for i in 0..3 {
-            assert_failed(&run, i, &[code], false, Some(1));
-        }
+        assert_all_failed(&run, 0..3, &[code], false, Some(1));
         assert_attempts_match_requests(&run);
     }
 }
@@ -730,22 +716,14 @@ async fn kms_errors_are_reported_with_their_code_and_not_retried() {
 async fn kms_throttled_calls_are_retried_then_sent() {
     for query_code in [Some("KMS.ThrottlingException"), None] {
         let run = run_against(
-            scripted(move |call, entries| {
-                if call == 0 {
-                    sqs_error(400, "KmsThrottled", query_code)
-                } else {
-                    all_sent(call, entries)
-                }
-            }),
+            failing_then_all_sent(1, sqs_error(400, "KmsThrottled", query_code)),
             3,
             settings(3),
             None,
         )
         .await;
         assert_eq!(run.requests.len(), 2, "{query_code:?}");
-        for i in 0..3 {
-            assert_sent(&run, i, &message_id(1, &i.to_string()), 2);
-        }
+        assert_all_sent(&run, 0..3, 1, 2);
         assert_attempts_match_requests(&run);
     }
 }
@@ -805,9 +783,7 @@ async fn slow_answers_stop_at_the_deadline() {
         run.elapsed
     );
     assert_eq!(run.requests.len(), 2, "12 messages, two calls in flight");
-    for i in 0..12 {
-        assert_failed(&run, i, &["Timeout", "DeadlineExceeded"], true, Some(1));
-    }
+    assert_all_failed(&run, 0..12, &["Timeout", "DeadlineExceeded"], true, Some(1));
     assert_attempts_match_requests(&run);
 }
 
@@ -830,9 +806,7 @@ async fn call_timeout_without_deadline_is_retried_then_fails_retryable() {
         "two 200 ms timeouts, took {:?}",
         run.elapsed
     );
-    for i in 0..3 {
-        assert_failed(&run, i, &["Timeout"], true, Some(2));
-    }
+    assert_all_failed(&run, 0..3, &["Timeout"], true, Some(2));
     assert_attempts_match_requests(&run);
 }
 
@@ -854,15 +828,15 @@ async fn slow_answers_with_queued_batches_account_for_everything() {
     .await;
     assert!(run.elapsed < Duration::from_secs(1), "{:?}", run.elapsed);
     assert_eq!(run.requests.len(), 2);
-    for i in 0..10 {
-        assert_sent(&run, i, &message_id(0, &i.to_string()), 1);
-    }
-    for i in 10..20 {
-        assert_failed(&run, i, &["Timeout", "DeadlineExceeded"], true, Some(1));
-    }
-    for i in 20..30 {
-        assert_failed(&run, i, &["DeadlineExceeded"], true, Some(0));
-    }
+    assert_all_sent(&run, 0..10, 0, 1);
+    assert_all_failed(
+        &run,
+        10..20,
+        &["Timeout", "DeadlineExceeded"],
+        true,
+        Some(1),
+    );
+    assert_all_failed(&run, 20..30, &["DeadlineExceeded"], true, Some(0));
     assert_attempts_match_requests(&run);
 }
 
@@ -936,15 +910,13 @@ async fn dropped_connections_fail_retryable_after_max_attempts() {
     let run = send_over_tcp(&endpoint, 12, settings(3)).await;
     task.abort();
     assert!(run.elapsed < Duration::from_secs(5), "{:?}", run.elapsed);
-    for i in 0..12 {
-        assert_failed(
-            &run,
-            i,
-            &["ConnectionError", "ResponseError"],
-            true,
-            Some(3),
-        );
-    }
+    assert_all_failed(
+        &run,
+        0..12,
+        &["ConnectionError", "ResponseError"],
+        true,
+        Some(3),
+    );
     // Two batches, three attempts each; the HTTP client may reconnect on its
     // own, so at least that many connections.
     assert!(
@@ -965,15 +937,13 @@ async fn connection_dropped_after_the_request_fails_retryable() {
     .await;
     let run = send_over_tcp(&endpoint, 3, settings(2)).await;
     task.abort();
-    for i in 0..3 {
-        assert_failed(
-            &run,
-            i,
-            &["ConnectionError", "ResponseError"],
-            true,
-            Some(2),
-        );
-    }
+    assert_all_failed(
+        &run,
+        0..3,
+        &["ConnectionError", "ResponseError"],
+        true,
+        Some(2),
+    );
     assert!(accepted.load(Ordering::SeqCst) >= 2);
 }
 
@@ -993,15 +963,13 @@ async fn truncated_answer_is_never_counted_as_sent() {
     .await;
     let run = send_over_tcp(&endpoint, 3, settings(2)).await;
     task.abort();
-    for i in 0..3 {
-        assert_failed(
-            &run,
-            i,
-            &["ConnectionError", "ResponseError"],
-            true,
-            Some(2),
-        );
-    }
+    assert_all_failed(
+        &run,
+        0..3,
+        &["ConnectionError", "ResponseError"],
+        true,
+        Some(2),
+    );
     assert!(accepted.load(Ordering::SeqCst) >= 1);
 }
 
@@ -1024,13 +992,7 @@ async fn batch_request_too_long_splits_the_batch() {
         ("__type only", sqs_error(400, "BatchRequestTooLong", None)),
     ] {
         let run = run_against(
-            scripted(move |call, entries| {
-                if call == 0 {
-                    first.clone()
-                } else {
-                    all_sent(call, entries)
-                }
-            }),
+            failing_then_all_sent(1, first.clone()),
             4,
             settings(3),
             None,
@@ -1087,9 +1049,7 @@ async fn batch_request_too_long_every_time_ends_one_by_one() {
     assert_eq!(sizes[0], 4);
     sizes.sort_unstable_by(|a, b| b.cmp(a));
     assert_eq!(sizes, [4, 2, 2, 1, 1, 1, 1]);
-    for i in 0..4 {
-        assert_failed(&run, i, &["BatchRequestTooLong"], false, None);
-    }
+    assert_all_failed(&run, 0..4, &["BatchRequestTooLong"], false, None);
     assert_attempts_match_requests(&run);
 }
 
@@ -1111,12 +1071,7 @@ async fn deadline_during_a_long_backoff() {
     };
     let deadline = Duration::from_millis(500);
     let run = run_against(
-        scripted(|_, entries| {
-            answer(entries, |_| Answer::Failed {
-                code: "InternalError",
-                sender_fault: false,
-            })
-        }),
+        every_entry_failing("InternalError", false),
         5,
         s,
         Some(deadline),
@@ -1153,12 +1108,7 @@ async fn deadline_during_short_backoffs() {
     };
     let deadline = Duration::from_millis(400);
     let run = run_against(
-        scripted(|_, entries| {
-            answer(entries, |_| Answer::Failed {
-                code: "InternalError",
-                sender_fault: false,
-            })
-        }),
+        every_entry_failing("InternalError", false),
         5,
         s,
         Some(deadline),

@@ -1,75 +1,16 @@
 //! Policies and reporting: the oversize policy, the sink's backpressure and
 //! fail-on-error, and Lambda deadlines.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+mod common;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use common::{Endpoint, settings};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::limits::Limits;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
 use sqs_forwarder::{
-    Forwarder, Message, Outcome, OversizePolicy, SendSettings, SinkError, SqsSink,
-    deadline_from_epoch_millis,
+    Forwarder, Message, Outcome, OversizePolicy, SinkError, SqsSink, deadline_from_epoch_millis,
 };
-
-/// Accepts every entry except bodies starting with "bad", which fail for good.
-#[derive(Clone, Default)]
-struct Endpoint {
-    calls: Arc<AtomicUsize>,
-    in_flight: Arc<AtomicUsize>,
-    max_seen_in_flight: Arc<AtomicUsize>,
-    bodies: Arc<Mutex<Vec<String>>>,
-    delay: Duration,
-}
-
-impl Transport for Endpoint {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-            self.max_seen_in_flight.fetch_max(now, Ordering::SeqCst);
-            tokio::time::sleep(self.delay).await;
-            self.in_flight.fetch_sub(1, Ordering::SeqCst);
-            let mut out = Vec::new();
-            for item in items {
-                self.bodies
-                    .lock()
-                    .expect("lock")
-                    .push(item.entry.body.clone());
-                let result = if item.entry.body.starts_with("bad") {
-                    EntryResult::Failed {
-                        code: "InvalidParameterValue".into(),
-                        message: "no".into(),
-                        sender_fault: true,
-                    }
-                } else {
-                    EntryResult::Sent {
-                        message_id: format!("id-{}", item.id),
-                        sequence_number: None,
-                    }
-                };
-                out.push((item.id.clone(), result));
-            }
-            Ok(out)
-        })
-    }
-}
-
-fn settings(oversize: OversizePolicy) -> SendSettings {
-    SendSettings {
-        limits: Limits {
-            max_entries: 10,
-            max_message_bytes: 1024,
-            max_request_bytes: 1_048_576,
-        },
-        oversize,
-        ..SendSettings::default()
-    }
-}
 
 #[tokio::test]
 async fn oversize_fail_and_drop() {

@@ -23,6 +23,7 @@
 //! as well as with the real SQS transport.
 
 pub mod body;
+pub mod event;
 pub mod headers;
 pub mod reject;
 pub mod response;

@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::fmt::Display;
 
+use apigw_to_sqs::event::RefuseUndecodable;
 use apigw_to_sqs::{Handler, SERVICE, Settings};
 use lambda_http::{Error, Request, service_fn};
 use sqs_forwarder::{Env, startup};
@@ -39,10 +40,13 @@ async fn main() -> Result<(), Error> {
     let handler = Handler::new(started.forwarder, settings, started.config.deadline_margin);
     let handler = &handler;
     let observability = &started.observability;
-    lambda_http::run(service_fn(move |request: Request| async move {
+    // `lambda_http::run`, with events whose base64 body does not decode
+    // answered 400 before its adapter (which would panic on them).
+    let service = service_fn(move |request: Request| async move {
         let response = handler.handle(request).await;
         observability.flush();
         Ok::<_, Infallible>(response)
-    }))
-    .await
+    });
+    lambda_http::lambda_runtime::run(RefuseUndecodable::new(lambda_http::Adapter::from(service)))
+        .await
 }

@@ -388,31 +388,10 @@ mod tests {
 
     #[test]
     fn readme_table_matches_variables() {
-        let readme = include_str!("../README.md");
-        let section = readme
-            .split("## Configuration")
-            .nth(1)
-            .and_then(|s| s.split("\n## ").next())
-            .expect("a Configuration section in the README");
-        let header = section
-            .lines()
-            .find(|l| l.starts_with("| variable"))
-            .expect("a table header");
-        assert_eq!(header, "| variable | default | allowed | meaning |");
-        let documented: Vec<(String, String)> = section
-            .lines()
-            .filter(|l| l.starts_with("| `"))
-            .map(|line| {
-                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-                let default = cells[2].trim_matches('`');
-                let default = if default == "(none)" { "" } else { default };
-                (cells[1].trim_matches('`').to_owned(), default.to_owned())
-            })
-            .collect();
-        let code: Vec<(String, String)> = VARIABLES
-            .iter()
-            .map(|(n, d)| (n.to_string(), d.to_string()))
-            .collect();
-        assert_eq!(documented, code, "README table (left) vs VARIABLES (right)");
+        assert_eq!(
+            sqs_forwarder::test_support::readme_variables(include_str!("../README.md")),
+            VARIABLES,
+            "README table (left) vs VARIABLES (right)"
+        );
     }
 }

@@ -10,6 +10,7 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
+use aws_lambda_events::event::streams::KinesisEventResponse;
 use common::{
     FakeSqs, Reply, event, forwarder, forwarder_with, record, send_settings, seq, text_event,
 };
@@ -20,6 +21,19 @@ use proptest::prelude::*;
 use sqs_forwarder::transport::CallError;
 use sqs_forwarder::{Failure, SendSettings};
 use tokio::time::Instant;
+
+/// The answer to `event` from a forwarder over `fake` (to a FIFO target or
+/// not), without a deadline.
+async fn answer(
+    fake: &FakeSqs,
+    fifo: bool,
+    settings: &Settings,
+    event: kinesis_to_sqs::event::KinesisEvent,
+) -> KinesisEventResponse {
+    handle(&forwarder(fake, fifo), settings, event, None)
+        .await
+        .expect("an answer")
+}
 
 /// Index of record `rec-<i>` (or of user record `rec-<i>-<j>`).
 fn record_of(body: &str) -> usize {
@@ -56,14 +70,13 @@ async fn entries_that_keep_failing_are_reported_and_nothing_else() {
         "rec-7" | "rec-19" => Reply::INTERNAL,
         _ => Reply::Accept,
     });
-    let response = handle(
-        &forwarder(&fake, false),
+    let response = answer(
+        &fake,
+        false,
         &Settings::default(),
         text_event(30, &["a", "b", "c"]),
-        None,
     )
-    .await
-    .expect("an answer");
+    .await;
     assert_eq!(owned(reported(&response)), vec![seq(7), seq(19)]);
     let accepted = fake.accepted_bodies();
     assert_eq!(accepted.len(), 28, "every other record once");
@@ -79,14 +92,7 @@ async fn entries_that_fail_then_succeed_are_not_reported() {
             Reply::Accept
         }
     });
-    let response = handle(
-        &forwarder(&fake, false),
-        &Settings::default(),
-        text_event(25, &["a"]),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = answer(&fake, false, &Settings::default(), text_event(25, &["a"])).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.accepted().len(), 25);
 }
@@ -96,14 +102,7 @@ async fn throttled_calls_are_retried_and_a_recovery_reports_nothing() {
     let fake = FakeSqs::accepting().failing_calls(|call| {
         (call < 2).then(|| CallError::Failed(Failure::transient("RequestThrottled", "slow down")))
     });
-    let response = handle(
-        &forwarder(&fake, false),
-        &Settings::default(),
-        text_event(15, &["a"]),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = answer(&fake, false, &Settings::default(), text_event(15, &["a"])).await;
     assert!(response.batch_item_failures.is_empty());
     let mut accepted = fake.accepted_bodies();
     accepted.sort();
@@ -121,14 +120,13 @@ async fn throttling_that_outlasts_the_retries_reports_exactly_the_throttled_reco
             Reply::Accept
         }
     });
-    let response = handle(
-        &forwarder(&fake, false),
+    let response = answer(
+        &fake,
+        false,
         &Settings::default(),
         text_event(14, &["a", "b"]),
-        None,
     )
-    .await
-    .expect("an answer");
+    .await;
     assert_eq!(
         owned(reported(&response)),
         (10..14).map(seq).collect::<Vec<_>>()
@@ -200,14 +198,7 @@ async fn a_permanently_rejected_entry_is_reported_or_skipped_by_policy() {
         }
     };
     let fake = FakeSqs::new(rule);
-    let response = handle(
-        &forwarder(&fake, false),
-        &Settings::default(),
-        text_event(8, &["a"]),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = answer(&fake, false, &Settings::default(), text_event(8, &["a"])).await;
     assert_eq!(owned(reported(&response)), vec![seq(5)]);
     // Not retried: a retry cannot help.
     assert_eq!(fake.entries_per_call().iter().sum::<usize>(), 8);
@@ -217,9 +208,7 @@ async fn a_permanently_rejected_entry_is_reported_or_skipped_by_policy() {
         permanent_failures: PermanentFailures::Skip,
         ..Settings::default()
     };
-    let response = handle(&forwarder(&fake, false), &skip, text_event(8, &["a"]), None)
-        .await
-        .expect("an answer");
+    let response = answer(&fake, false, &skip, text_event(8, &["a"])).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.accepted().len(), 7);
 }
@@ -274,9 +263,7 @@ fn kpl_event(failing_user: &'static str) -> (kinesis_to_sqs::event::KinesisEvent
 #[tokio::test(start_paused = true)]
 async fn a_kpl_record_with_a_failed_user_record_is_reported_whole() {
     let (ev, fake) = kpl_event("rec-1-1");
-    let response = handle(&forwarder(&fake, true), &Settings::default(), ev, None)
-        .await
-        .expect("an answer");
+    let response = answer(&fake, true, &Settings::default(), ev).await;
     assert_eq!(owned(reported(&response)), vec![seq(1)]);
     let mut accepted = fake.accepted_bodies();
     accepted.sort();
@@ -314,14 +301,7 @@ async fn a_corrupt_aggregate_fails_its_record_only() {
         ])
     };
     let fake = FakeSqs::accepting();
-    let response = handle(
-        &forwarder(&fake, false),
-        &Settings::default(),
-        records(),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = answer(&fake, false, &Settings::default(), records()).await;
     assert_eq!(owned(reported(&response)), vec![seq(1)]);
     assert_eq!(fake.accepted().len(), 2);
 
@@ -330,9 +310,7 @@ async fn a_corrupt_aggregate_fails_its_record_only() {
         ..Settings::default()
     };
     let fake = FakeSqs::accepting();
-    let response = handle(&forwarder(&fake, false), &skip, records(), None)
-        .await
-        .expect("an answer");
+    let response = answer(&fake, false, &skip, records()).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.accepted().len(), 2);
 }
@@ -347,14 +325,13 @@ async fn fifo_groups_stay_in_order_and_a_blocked_group_is_reported_from_its_fail
             Reply::Accept
         }
     });
-    let response = handle(
-        &forwarder(&fake, true),
+    let response = answer(
+        &fake,
+        true,
         &Settings::default(),
         text_event(12, &["a", "b", "c"]),
-        None,
     )
-    .await
-    .expect("an answer");
+    .await;
     let accepted = fake.accepted();
     let mut per_group: HashMap<String, Vec<usize>> = HashMap::new();
     for s in &accepted {
@@ -377,14 +354,7 @@ async fn shard_groups_keep_the_shard_order() {
         group_id_source: GroupIdSource::ShardId,
         ..Settings::default()
     };
-    let response = handle(
-        &forwarder(&fake, true),
-        &settings,
-        text_event(12, &["a", "b", "c"]),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = answer(&fake, true, &settings, text_event(12, &["a", "b", "c"])).await;
     assert!(response.batch_item_failures.is_empty());
     let order: Vec<usize> = fake
         .accepted()
@@ -430,9 +400,7 @@ async fn a_full_ten_thousand_record_batch_goes_through() {
         serde_json::from_str(&json).expect("a Kinesis event");
     drop(json);
     let fake = FakeSqs::accepting();
-    let response = handle(&forwarder(&fake, false), &Settings::default(), event, None)
-        .await
-        .expect("an answer");
+    let response = answer(&fake, false, &Settings::default(), event).await;
     assert!(response.batch_item_failures.is_empty());
     let accepted = fake.accepted();
     assert_eq!(accepted.len(), 10_000);

@@ -284,8 +284,16 @@ impl<T: Transport> Function<T> {
     ) -> Result<Value, HandlerError> {
         match event.get("eventSource").and_then(Value::as_str) {
             Some("aws:rmq") => {
-                let event: RabbitMqEvent = serde_json::from_value(event)
-                    .map_err(|e| HandlerError::BadEvent(format!("not an aws:rmq event: {e}")))?;
+                // The path names the field at fault:
+                // `rmqMessagesByQueue.orders::/[2].redelivered: invalid type: ...`.
+                let event: RabbitMqEvent =
+                    serde_path_to_error::deserialize(event).map_err(|e| {
+                        HandlerError::BadEvent(format!(
+                            "not an aws:rmq event: {}: {}",
+                            e.path(),
+                            e.inner()
+                        ))
+                    })?;
                 let report = self.forward_amazon_mq(event, send_deadline).await?;
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))
             }

@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use sqs_forwarder::{ConfigError, Env};
+use sqs_forwarder::encode::check_attribute;
+use sqs_forwarder::{Attribute, ConfigError, Env};
 
 use crate::broker::BrokerUrl;
 
@@ -276,9 +277,10 @@ impl Settings {
                 queues,
             }),
             (Some(_), true) => {
+                // The value as given (`,` names no queue), "" when unset.
                 return Err(ConfigError::new(
                     "RABBITMQ_QUEUES",
-                    "",
+                    &env.raw("RABBITMQ_QUEUES").unwrap_or_default(),
                     "the queue(s) to drain, separated by commas (required with RABBITMQ_URL)",
                 ));
             }
@@ -391,7 +393,24 @@ impl Settings {
         let headers = match headers_raw.as_str() {
             "all" => HeaderSelection::All,
             "none" => HeaderSelection::None,
-            _ => HeaderSelection::Only(env.list("HEADER_ATTRIBUTES")),
+            _ => {
+                let names = env.list("HEADER_ATTRIBUTES");
+                // Each listed header becomes an attribute of the same name:
+                // a name SQS refuses would fail every message carrying it.
+                if let Some(bad) = names
+                    .iter()
+                    .find(|n| check_attribute(&Attribute::string(n.as_str(), "x")).is_err())
+                {
+                    return Err(ConfigError::new(
+                        "HEADER_ATTRIBUTES",
+                        &headers_raw,
+                        format!(
+                            "all, none, or header names that are valid SQS attribute names (1..256 of A-Z a-z 0-9 _ - ., no AWS./Amazon. prefix); {bad:?} is not one"
+                        ),
+                    ));
+                }
+                HeaderSelection::Only(names)
+            }
         };
 
         Ok(Settings {
@@ -579,24 +598,10 @@ mod tests {
 
     #[test]
     fn readme_table_matches_variables() {
-        let readme = include_str!("../README.md");
-        let section = readme
-            .split("## Configuration")
-            .nth(1)
-            .and_then(|s| s.split("\n## ").next())
-            .expect("a Configuration section");
-        let mut documented = Vec::new();
-        for line in section.lines().filter(|l| l.starts_with("| `")) {
-            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-            let name = cells[1].trim_matches('`').to_owned();
-            let default = cells[2].trim_matches('`');
-            let default = if default == "(none)" { "" } else { default };
-            documented.push((name, default.to_owned()));
-        }
-        let code: Vec<(String, String)> = VARIABLES
-            .iter()
-            .map(|(n, d)| (n.to_string(), d.to_string()))
-            .collect();
-        assert_eq!(documented, code, "README table (left) vs VARIABLES (right)");
+        assert_eq!(
+            sqs_forwarder::test_support::readme_variables(include_str!("../README.md")),
+            VARIABLES,
+            "README table (left) vs VARIABLES (right)"
+        );
     }
 }

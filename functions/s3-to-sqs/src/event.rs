@@ -136,6 +136,15 @@ pub fn parse(event: Value) -> Result<Incoming, EventError> {
     ))
 }
 
+/// The event as `T`, or why not, naming the field at fault
+/// (`Records[2].s3.object.size: invalid type: ...`).
+fn typed<T: serde::de::DeserializeOwned>(event: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(event).map_err(|e| match e.path().to_string() {
+        p if p == "." => e.inner().to_string(),
+        p => format!("{p}: {}", e.inner()),
+    })
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -176,7 +185,7 @@ fn parse_notification(event: Value) -> Result<Incoming, EventError> {
             }
         }
     }
-    let parsed: S3Event = serde_json::from_value(event)
+    let parsed: S3Event = typed(event)
         .map_err(|e| EventError::Malformed(format!("not an S3 event notification: {e}")))?;
     if parsed.records.is_empty() {
         return Err(EventError::Malformed(
@@ -302,7 +311,7 @@ fn parse_eventbridge(event: Value) -> Result<Incoming, EventError> {
             }
         }
     }
-    let parsed: EventBridgeEvent<Detail> = serde_json::from_value(event)
+    let parsed: EventBridgeEvent<Detail> = typed(event)
         .map_err(|e| EventError::Malformed(format!("not an S3 event from EventBridge: {e}")))?;
     let detail = parsed.detail;
     if detail.bucket.name.is_empty() || detail.object.key.is_empty() {

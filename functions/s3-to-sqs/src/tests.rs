@@ -522,27 +522,9 @@ async fn a_retryable_failure_stops_reading() {
 fn readme_variables_table_matches_the_code() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
         .expect("README.md");
-    let header = "| variable | default | allowed | meaning |";
-    assert!(readme.contains(header), "the table header");
-    let table = readme
-        .split(header)
-        .nth(1)
-        .expect("a variables table")
-        .lines()
-        .skip(2)
-        .take_while(|l| l.starts_with('|'));
-    let mut documented = Vec::new();
-    for line in table {
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        assert!(cells.len() >= 6, "a row with four cells: {line}");
-        let name = cells[1].trim_matches('`').to_owned();
-        let default = cells[2].trim_matches('`');
-        let default = if default == "(none)" { "" } else { default };
-        documented.push((name, default.to_owned()));
-    }
-    let code: Vec<(String, String)> = VARIABLES
-        .iter()
-        .map(|(n, d)| (n.to_string(), d.to_string()))
-        .collect();
-    assert_eq!(documented, code, "README table (left) vs VARIABLES (right)");
+    assert_eq!(
+        sqs_forwarder::test_support::readme_variables(&readme),
+        VARIABLES,
+        "README table (left) vs VARIABLES (right)"
+    );
 }

@@ -1,0 +1,224 @@
+//! Bad input for apigw-to-sqs: events whose base64 body does not decode
+//! (which made `lambda_http` panic) are answered 400 in the API's own
+//! format; a Content-Length above `MAX_BODY_BYTES` is refused from the
+//! header alone; every variable's bad value names the variable, the value
+//! and what is allowed.
+
+use std::convert::Infallible;
+use std::future::poll_fn;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use apigw_to_sqs::event::{RefuseUndecodable, undecodable_body};
+use apigw_to_sqs::lambda_http::request::LambdaRequest;
+use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service, service_fn};
+use apigw_to_sqs::{Handler, Settings, VARIABLES};
+use serde_json::{Value, json};
+use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+
+#[derive(Default)]
+struct Counting {
+    sent: Mutex<usize>,
+}
+
+impl Transport for Counting {
+    fn send_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem],
+    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        Box::pin(async move {
+            *self.sent.lock().expect("lock") += items.len();
+            Ok(items
+                .iter()
+                .map(|i| {
+                    let sent = EntryResult::Sent {
+                        message_id: "m".into(),
+                        sequence_number: None,
+                    };
+                    (i.id.clone(), sent)
+                })
+                .collect())
+        })
+    }
+}
+
+fn handler(vars: &[(&str, &str)]) -> Handler<Counting> {
+    let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
+    let forwarder = Forwarder::new(
+        Counting::default(),
+        SendSettings::default(),
+        EncodeRules::default(),
+    );
+    Handler::new(forwarder, settings, Duration::ZERO)
+}
+
+fn sent(h: &Handler<Counting>) -> usize {
+    *h.forwarder().transport().sent.lock().expect("lock")
+}
+
+fn sample(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
+}
+
+/// The function's answer to a raw event, through the same services as
+/// `main.rs`: the base64 guard, then `lambda_http`'s adapter, then the
+/// handler. The answer as Lambda would return it to API Gateway.
+async fn answer(h: &Handler<Counting>, event: &Value) -> Value {
+    let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
+    let inner =
+        service_fn(
+            move |request: Request| async move { Ok::<_, Infallible>(h.handle(request).await) },
+        );
+    let mut service = RefuseUndecodable::new(Adapter::from(inner));
+    poll_fn(|cx| service.poll_ready(cx)).await.expect("ready");
+    let response = service
+        .call(LambdaEvent::new(payload, Context::default()))
+        .await
+        .expect("an answer");
+    serde_json::to_value(&response).expect("serializable")
+}
+
+fn error_code(answer: &Value) -> String {
+    let body: Value = serde_json::from_str(answer["body"].as_str().expect("a body")).expect("json");
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_base64_is_a_400_not_a_panic() {
+    for name in [
+        "apigw-url-base64-binary.json",      // function URL, payload 2.0
+        "apigw-rest-base64-binary.json",     // REST API, payload 1.0
+        "apigw-http-base64-json-array.json", // HTTP API, payload 2.0
+    ] {
+        let h = handler(&[]);
+        let good = sample(name);
+        let a = answer(&h, &good).await;
+        assert_eq!(a["statusCode"], 202, "{name}: {a}");
+        assert!(sent(&h) > 0, "{name}");
+
+        let h = handler(&[]);
+        for bad in ["not base64!", "QUJD=", "A", "QUJDRA==x", "\u{e9}t\u{e9}"] {
+            let mut event = good.clone();
+            event["body"] = json!(bad);
+            let payload: LambdaRequest =
+                serde_json::from_value(event.clone()).expect("an HTTP event");
+            let r = undecodable_body(&payload).expect("refused");
+            assert!(r.message.contains("not valid base64"), "{}", r.message);
+            let a = answer(&h, &event).await;
+            assert_eq!(a["statusCode"], 400, "{name} {bad:?}: {a}");
+            assert_eq!(a["isBase64Encoded"], false);
+            assert_eq!(a["headers"]["content-type"], "application/json");
+            assert_eq!(error_code(&a), "InvalidBody", "{a}");
+            // The answer never echoes the body.
+            assert!(!a["body"].as_str().unwrap_or_default().contains(bad));
+        }
+        assert_eq!(sent(&h), 0, "{name}: nothing refused is sent");
+    }
+    // Not base64-encoded: the same text is an ordinary body.
+    let h = handler(&[]);
+    let mut event = sample("apigw-url-single-text.json");
+    event["isBase64Encoded"] = json!(false);
+    event["body"] = json!("not base64!");
+    let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("event");
+    assert!(undecodable_body(&payload).is_none());
+    assert_eq!(answer(&h, &event).await["statusCode"], 202);
+    assert_eq!(sent(&h), 1);
+}
+
+#[tokio::test]
+async fn a_content_length_above_the_limit_is_refused_from_the_header_alone() {
+    let h = handler(&[("MAX_BODY_BYTES", "1024")]);
+    let mut event = sample("apigw-url-single-text.json");
+    event["headers"]["content-length"] = json!("1025");
+    let a = answer(&h, &event).await;
+    assert_eq!(a["statusCode"], 413, "{a}");
+    assert_eq!(error_code(&a), "BodyTooLarge");
+    let body: Value = serde_json::from_str(a["body"].as_str().expect("body")).expect("json");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("1025") && m.contains("MAX_BODY_BYTES")),
+        "{body}"
+    );
+    // A huge declared length is not read or trusted either.
+    event["headers"]["content-length"] = json!("18446744073709551615");
+    assert_eq!(answer(&h, &event).await["statusCode"], 413);
+    event["headers"]["content-length"] = json!("-1");
+    assert_eq!(answer(&h, &event).await["statusCode"], 400);
+    event["headers"]["content-length"] = json!("12abc");
+    assert_eq!(answer(&h, &event).await["statusCode"], 400);
+    assert_eq!(sent(&h), 0);
+}
+
+#[tokio::test]
+async fn events_of_the_wrong_shape_are_not_http_events() {
+    for bad in [
+        json!({}),
+        json!([1, 2]),
+        json!("POST /messages"),
+        json!({"version": "2.0", "requestContext": "x"}),
+        json!({"Records": [{"eventSource": "aws:s3"}]}),
+    ] {
+        let e =
+            serde_json::from_value::<LambdaRequest>(bad.clone()).expect_err("not an HTTP event");
+        assert!(
+            e.to_string().contains("API Gateway"),
+            "{bad}: {e} should say which events are expected"
+        );
+    }
+}
+
+/// (variable, bad value, a word the `allowed` text must contain)
+const BAD: &[(&str, &str, &str)] = &[
+    ("MESSAGES_PATH", "messages", "path"),
+    ("HEALTH_PATH", "/health?x", "path"),
+    ("MAX_BODY_BYTES", "6291457", "6291456"),
+    ("MAX_MESSAGES", "0", "100000"),
+    ("CONTENT_TYPES", "json", "media type"),
+    ("ATTRIBUTE_HEADERS", "Authorization", "credentials"),
+    ("RETRY_AFTER_SECONDS", "3601", "3600"),
+];
+
+#[test]
+fn every_variable_has_a_bad_value_case() {
+    for (name, _) in VARIABLES {
+        assert!(
+            BAD.iter().any(|b| b.0 == *name),
+            "no bad-value case for {name}"
+        );
+    }
+}
+
+#[test]
+fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
+    for (variable, value, word) in BAD {
+        let e = Settings::from_env(&Env::from_pairs(&[(variable, value)]))
+            .expect_err("a bad value is refused");
+        assert_eq!((e.variable.as_str(), e.value.as_str()), (*variable, *value));
+        assert!(e.allowed.contains(word), "{variable}: {e}");
+        assert!(
+            e.to_string()
+                .starts_with(&format!("invalid configuration: {variable}=\"{value}\": ")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn without_the_guard_lambda_http_panics_on_such_a_body() {
+    // Why `RefuseUndecodable` exists: `lambda_http` decodes with `expect`.
+    // If a new version stops panicking, this fails, and the guard can go.
+    let mut event = sample("apigw-url-base64-binary.json");
+    event["body"] = json!("not base64!");
+    let payload: LambdaRequest = serde_json::from_value(event).expect("event");
+    let converted = std::panic::catch_unwind(move || {
+        let _request: Request = payload.into();
+    });
+    assert!(converted.is_err(), "lambda_http no longer panics");
+}

@@ -1,0 +1,161 @@
+//! Bad configuration and bad events: every variable's bad value is an error
+//! naming the variable, the value and what is allowed; an event Lambda could
+//! not have sent fails with the path of the field at fault (the way
+//! `lambda_runtime` reads it), and a record that cannot become a message is
+//! reported in `batchItemFailures`, never dropped.
+
+mod common;
+
+use common::{FakeSqs, event, forwarder, record, seq};
+use kinesis_to_sqs::checkpoint::reported;
+use kinesis_to_sqs::event::KinesisEvent;
+use kinesis_to_sqs::{Settings, VARIABLES, handle};
+use serde_json::json;
+use sqs_forwarder::Env;
+
+/// (variable, bad value, a word the `allowed` text must contain)
+const BAD: &[(&str, &str, &str)] = &[
+    ("BODY_FORMAT", "json", "envelope"),
+    ("RECORD_ATTRIBUTES", "partition-key,colour", "partition-key"),
+    ("GROUP_ID_SOURCE", "partition_key", "shard-id"),
+    ("KPL_DEAGGREGATE", "yes", "true"),
+    ("PERMANENT_FAILURES", "drop", "skip"),
+];
+
+#[test]
+fn every_variable_has_a_bad_value_case() {
+    for (name, _) in VARIABLES {
+        assert!(
+            BAD.iter().any(|b| b.0 == *name),
+            "no bad-value case for {name}"
+        );
+    }
+}
+
+#[test]
+fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
+    for (variable, value, word) in BAD {
+        let e = Settings::from_env(&Env::from_pairs(&[(variable, value)]))
+            .expect_err("a bad value is refused");
+        assert_eq!((e.variable.as_str(), e.value.as_str()), (*variable, *value));
+        assert!(e.allowed.contains(word), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "invalid configuration: {variable}=\"{value}\": {}",
+                e.allowed
+            )
+        );
+    }
+}
+
+/// The error `lambda_runtime` fails the invocation with for this payload:
+/// it reads events with `serde_path_to_error`, so the message starts with
+/// the path of the field at fault.
+fn runtime_error(payload: &serde_json::Value) -> String {
+    let text = payload.to_string();
+    let de = &mut serde_json::Deserializer::from_str(&text);
+    match serde_path_to_error::deserialize::<_, KinesisEvent>(de) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => format!("[{}] {}", e.path(), e.inner()),
+    }
+}
+
+#[test]
+fn malformed_events_fail_naming_the_record_and_field() {
+    let good = record(0, "pk", b"ok");
+    let mut bad_base64 = record(1, "pk", b"x");
+    bad_base64["kinesis"]["data"] = json!("not base64!");
+    let e = runtime_error(&json!({"Records": [good.clone(), bad_base64]}));
+    assert!(e.starts_with("[Records[1].kinesis.data]"), "{e}");
+
+    let mut wrong_type = record(0, "pk", b"x");
+    wrong_type["kinesis"]["data"] = json!(42);
+    let e = runtime_error(&json!({"Records": [wrong_type]}));
+    assert!(e.starts_with("[Records[0].kinesis.data]"), "{e}");
+
+    let mut no_data = record(0, "pk", b"x");
+    no_data["kinesis"]
+        .as_object_mut()
+        .expect("kinesis")
+        .remove("data");
+    let e = runtime_error(&json!({"Records": [good.clone(), good.clone(), no_data]}));
+    assert!(
+        e.starts_with("[Records[2].kinesis]") && e.contains("data"),
+        "{e}"
+    );
+
+    let mut no_time = record(0, "pk", b"x");
+    no_time["kinesis"]["approximateArrivalTimestamp"] = json!("yesterday");
+    let e = runtime_error(&json!({"Records": [no_time]}));
+    assert!(
+        e.starts_with("[Records[0].kinesis.approximateArrivalTimestamp]"),
+        "{e}"
+    );
+
+    let e = runtime_error(&json!({"records": []}));
+    assert!(e.contains("Records"), "{e}");
+    let e = runtime_error(&json!({"Records": {"0": good}}));
+    assert!(e.starts_with("[Records]"), "{e}");
+    // An array is read as the struct's fields in order: `Records` first.
+    let e = runtime_error(&json!([1, 2]));
+    assert!(
+        e.starts_with("[[0]]") && e.contains("expected a sequence"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_batch_sends_nothing_and_reports_nothing() {
+    let fake = FakeSqs::accepting();
+    let f = forwarder(&fake, false);
+    let answer = handle(&f, &Settings::default(), event(vec![]), None)
+        .await
+        .expect("an answer");
+    assert!(answer.batch_item_failures.is_empty());
+    assert_eq!(fake.calls(), 0);
+}
+
+#[tokio::test]
+async fn records_that_cannot_be_messages_are_reported_not_dropped() {
+    // An empty record (SQS takes no empty message), and a record that looks
+    // like a KPL aggregate but is corrupt, between two good ones.
+    let mut corrupt = kinesis_to_sqs::kpl::MAGIC.to_vec();
+    corrupt.extend_from_slice(&[0u8; 20]);
+    let ev = event(vec![
+        record(0, "pk", b"first"),
+        record(1, "pk", b""),
+        record(2, "pk", &corrupt),
+        record(3, "pk", b"last"),
+    ]);
+    let fake = FakeSqs::accepting();
+    let f = forwarder(&fake, false);
+    let answer = handle(&f, &Settings::default(), ev, None)
+        .await
+        .expect("an answer");
+    let mut bodies = fake.accepted_bodies();
+    bodies.sort();
+    assert_eq!(bodies, ["first", "last"]);
+    // Every record that did not reach SQS is reported, so Lambda's
+    // checkpoint stops before the first of them.
+    assert_eq!(reported(&answer), [seq(1).as_str(), seq(2).as_str()]);
+}
+
+#[tokio::test]
+async fn a_failed_record_without_a_sequence_number_fails_the_invocation() {
+    let mut r = record(0, "pk", b"");
+    r["kinesis"]
+        .as_object_mut()
+        .expect("kinesis")
+        .remove("sequenceNumber");
+    let fake = FakeSqs::accepting();
+    let f = forwarder(&fake, false);
+    let e = handle(&f, &Settings::default(), event(vec![r]), None)
+        .await
+        .expect_err("no way to report it");
+    let text = e.to_string();
+    assert!(
+        text.contains("record 0") && text.contains("no sequence number"),
+        "{text}"
+    );
+}

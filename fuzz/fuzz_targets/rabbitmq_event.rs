@@ -1,0 +1,48 @@
+//! An Amazon MQ `aws:rmq` event (or any JSON) through the function's
+//! handler, with a fake SQS and no broker: an answer, never a panic.
+#![no_main]
+
+use std::time::Duration;
+
+use libfuzzer_sys::fuzz_target;
+use rabbitmq_to_sqs::{Function, Settings};
+use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+
+struct Accepting;
+
+impl Transport for Accepting {
+    fn send_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem],
+    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        Box::pin(async move {
+            Ok(items
+                .iter()
+                .map(|i| {
+                    let sent = EntryResult::Sent {
+                        message_id: "m".into(),
+                        sequence_number: None,
+                    };
+                    (i.id.clone(), sent)
+                })
+                .collect())
+        })
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(event) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
+    let forwarder = Forwarder::new(Accepting, SendSettings::default(), EncodeRules::default());
+    let function = Function::new(settings, forwarder, Duration::ZERO, None).expect("function");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("runtime");
+    let stop_at = tokio::time::Instant::now() + Duration::from_secs(5);
+    let _ = rt.block_on(function.handle_until(event, stop_at, None));
+});

@@ -1,0 +1,77 @@
+//! Helpers for the tests of this workspace's crates; not part of the API.
+
+/// The table header every configuration table has.
+pub const README_TABLE_HEADER: &str = "| variable | default | allowed | meaning |";
+
+/// The variables a README documents, as `(name, default)` in table order
+/// (a default of `(none)` reads as `""`), to compare with a crate's
+/// `VARIABLES`.
+///
+/// They come from the table in the README's `## Configuration` section,
+/// which must have the project's shape, or this panics saying what is off:
+/// the header [`README_TABLE_HEADER`] as the section's first table line, then
+/// a separator, then rows of exactly four cells, each starting with a
+/// backticked name, and no such row anywhere else in the section.
+pub fn readme_variables(markdown: &str) -> Vec<(&str, &str)> {
+    let section = markdown
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a Configuration section in the README");
+    let mut lines = section.lines().skip_while(|l| !l.starts_with('|'));
+    assert_eq!(
+        lines.next(),
+        Some(README_TABLE_HEADER),
+        "the Configuration section's table has the project's columns"
+    );
+    let table: Vec<&str> = lines
+        .skip(1) // the separator
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let rows: Vec<&str> = section.lines().filter(|l| l.starts_with("| `")).collect();
+    assert_eq!(
+        table, rows,
+        "every row of the table, and nothing else in the section, documents a `VARIABLE`"
+    );
+    rows.iter()
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert_eq!(cells.len(), 6, "four columns: {line}");
+            let name = cells[1].trim_matches('`');
+            let default = cells[2].trim_matches('`');
+            (name, if default == "(none)" { "" } else { default })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const README: &str = "# x\n\n## Configuration\n\nText.\n\n\
+        | variable | default | allowed | meaning |\n|---|---|---|---|\n\
+        | `A` | `1` | 1..2 | a |\n| `B` | (none) | text | b |\n\nMore.\n\n## Next\n\n| `C` | | | |\n";
+
+    #[test]
+    fn reads_the_configuration_table() {
+        assert_eq!(readme_variables(README), [("A", "1"), ("B", "")]);
+    }
+
+    #[test]
+    #[should_panic(expected = "project's columns")]
+    fn other_columns_are_refused() {
+        readme_variables(&README.replace("| meaning |", "| what |"));
+    }
+
+    #[test]
+    #[should_panic(expected = "four columns")]
+    fn rows_of_other_widths_are_refused() {
+        readme_variables(&README.replace("| a |", "| a | extra |"));
+    }
+
+    #[test]
+    #[should_panic(expected = "nothing else in the section")]
+    fn rows_without_a_name_are_refused() {
+        readme_variables(&README.replace("| `B` |", "| B |"));
+    }
+}

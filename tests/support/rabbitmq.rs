@@ -1,0 +1,355 @@
+//! RabbitMQ helpers for the rabbitmq-to-sqs end-to-end tests: the broker
+//! (`RABBITMQ_TEST_URL`, default amqp://guest:guest@127.0.0.1:5672/%2f), the
+//! function under test, and a fake SQS.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lapin::options::{
+    BasicGetOptions, BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
+};
+use lapin::types::{AMQPValue, FieldTable};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use rabbitmq_to_sqs::drain::PollReport;
+use rabbitmq_to_sqs::{Function, Settings};
+use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::{Env, Forwarder, RetryPolicy, SendSettings, Transport};
+use tokio::time::Instant;
+
+// ---------------------------------------------------------------- broker
+
+/// The broker's URL.
+pub fn amqp_url() -> String {
+    std::env::var("RABBITMQ_TEST_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+/// A name no other test uses.
+pub fn unique(base: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{base}-{nanos}-{}", N.fetch_add(1, Ordering::SeqCst))
+}
+
+/// A test's own connection to the broker: declares its queues, publishes
+/// with confirms, counts and takes messages, and deletes its queues at the end.
+pub struct Broker {
+    /// The connection.
+    pub conn: Connection,
+    /// A channel in confirm mode.
+    pub ch: Channel,
+    /// The queues to delete at the end.
+    pub queues: Vec<String>,
+    name: Option<String>,
+}
+
+impl Broker {
+    /// Connect (with publisher confirms).
+    pub async fn new() -> Self {
+        Self::open(None, Vec::new()).await
+    }
+
+    /// Connect under a connection name (shown by `rabbitmqctl list_connections`).
+    pub async fn named(name: &str) -> Self {
+        Self::open(Some(name.to_owned()), Vec::new()).await
+    }
+
+    /// A new connection and channel in place of ones the broker closed (a
+    /// restart), keeping the queues to clean up.
+    pub async fn reconnect(self) -> Self {
+        Self::open(self.name, self.queues).await
+    }
+
+    async fn open(name: Option<String>, queues: Vec<String>) -> Self {
+        let mut props = ConnectionProperties::default();
+        if let Some(n) = &name {
+            props = props.with_connection_name(n.as_str().into());
+        }
+        let conn = Connection::connect(&amqp_url(), props)
+            .await
+            .expect("RabbitMQ must run on 127.0.0.1:5672 (scripts/local-rabbitmq.sh start), or set RABBITMQ_TEST_URL");
+        let ch = conn.create_channel().await.expect("channel");
+        ch.confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("publisher confirms");
+        Broker {
+            conn,
+            ch,
+            queues,
+            name,
+        }
+    }
+    /// A fresh queue; with `dead_letters`, also `<name>.dlq`, which gets
+    /// what the queue dead-letters.
+    pub async fn queue(&mut self, base: &str, dead_letters: bool) -> String {
+        self.declare(base, dead_letters, false).await
+    }
+
+    /// A fresh durable queue: it and its persistent messages survive a
+    /// broker restart.
+    pub async fn durable_queue(&mut self, base: &str) -> String {
+        self.declare(base, false, true).await
+    }
+
+    async fn declare(&mut self, base: &str, dead_letters: bool, durable: bool) -> String {
+        let name = unique(base);
+        let mut args = FieldTable::default();
+        if dead_letters {
+            let dlq = format!("{name}.dlq");
+            self.ch
+                .queue_declare(
+                    dlq.as_str().into(),
+                    QueueDeclareOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .expect("declare dlq");
+            self.queues.push(dlq.clone());
+            args.insert(
+                "x-dead-letter-exchange".into(),
+                AMQPValue::LongString("".into()),
+            );
+            args.insert(
+                "x-dead-letter-routing-key".into(),
+                AMQPValue::LongString(dlq.as_str().into()),
+            );
+        }
+        self.ch
+            .queue_declare(
+                name.as_str().into(),
+                QueueDeclareOptions {
+                    durable,
+                    ..QueueDeclareOptions::default()
+                },
+                args,
+            )
+            .await
+            .expect("declare queue");
+        self.queues.push(name.clone());
+        name
+    }
+
+    /// Publish to `queue` through the default exchange; waits for the confirm.
+    pub async fn publish(&self, queue: &str, body: &[u8], props: BasicProperties) {
+        self.ch
+            .basic_publish(
+                "".into(),
+                queue.into(),
+                BasicPublishOptions::default(),
+                body,
+                props,
+            )
+            .await
+            .expect("publish")
+            .await
+            .expect("confirm");
+    }
+
+    /// Publish a text body without properties.
+    pub async fn publish_text(&self, queue: &str, body: &str) {
+        self.publish(queue, body.as_bytes(), BasicProperties::default())
+            .await;
+    }
+
+    /// Ready messages in `queue`.
+    pub async fn ready(&self, queue: &str) -> u32 {
+        self.ch
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .expect("passive declare")
+            .message_count()
+    }
+
+    /// Take every message of `queue` (acked), bodies in queue order.
+    pub async fn take_all(&self, queue: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(m) = self
+            .ch
+            .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+            .await
+            .expect("basic.get")
+        {
+            out.push(String::from_utf8_lossy(&m.delivery.data).into_owned());
+        }
+        out
+    }
+
+    /// Delete the queues and close the connection.
+    pub async fn cleanup(self) {
+        for q in &self.queues {
+            let _ = self
+                .ch
+                .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
+                .await;
+        }
+        let _ = self.conn.close(200, "OK".into()).await;
+    }
+}
+
+/// Have the broker close the connection whose client properties hold
+/// `name` (`rabbitmqctl close_connection`).
+pub fn close_connection_named(name: &str) {
+    let out = std::process::Command::new("rabbitmqctl")
+        .args(["list_connections", "pid", "client_properties"])
+        .output()
+        .expect("rabbitmqctl must be installed for this test");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_else(|| panic!("connection {name} not listed by rabbitmqctl: {text}"));
+    let pid = line.split_whitespace().next().expect("pid");
+    let status = std::process::Command::new("rabbitmqctl")
+        .args([
+            "close_connection",
+            pid,
+            "test: connection dropped mid-drain",
+        ])
+        .status()
+        .expect("rabbitmqctl close_connection");
+    assert!(status.success(), "rabbitmqctl close_connection failed");
+}
+
+// ---------------------------------------------------------------- function
+
+/// Settings from variables.
+pub fn settings(vars: &[(&str, &str)]) -> Settings {
+    Settings::from_env(&Env::from_pairs(vars)).expect("valid test settings")
+}
+
+/// Two attempts, milliseconds apart.
+pub fn quick_retries() -> SendSettings {
+    SendSettings {
+        retry: RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(2),
+        },
+        ..SendSettings::default()
+    }
+}
+
+/// A forwarder over `transport` with quick retries.
+pub fn fake_forwarder<T: Transport>(transport: T, fifo: bool) -> Forwarder<T> {
+    Forwarder::new(
+        transport,
+        quick_retries(),
+        EncodeRules {
+            fifo,
+            ..EncodeRules::default()
+        },
+    )
+}
+
+/// The function under test, its AMQP connection named uniquely.
+pub fn function<T: Transport>(vars: &[(&str, &str)], forwarder: Forwarder<T>) -> Function<T> {
+    // A generous idle wait: on a loaded machine a delivery may take a while,
+    // and the tests count exactly what was drained.
+    let mut all = vec![("RABBITMQ_IDLE_MS", "1000")];
+    all.extend_from_slice(vars);
+    Function::new(settings(&all), forwarder, Duration::from_millis(200), None)
+        .expect("function")
+        .with_connection_name(unique("rmq-e2e"))
+}
+
+/// A minute from now.
+pub fn far() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+/// Poll until [`far`]; panics on an error.
+pub async fn poll<T: Transport>(f: &Function<T>) -> PollReport {
+    f.poll_until(far(), None).await.expect("poll")
+}
+
+/// A fake SQS: records the bodies it accepts; fails bodies containing
+/// "retry-me" (retryable) or "poison" (the message's fault); may sleep per
+/// call, or run a hook on a given call.
+#[derive(Clone, Default)]
+pub struct FakeSqs {
+    /// Bodies accepted, in order.
+    pub accepted: Arc<Mutex<Vec<String>>>,
+    /// (group id, body) of accepted FIFO messages.
+    pub groups: Arc<Mutex<Vec<(String, String)>>>,
+    /// Calls made.
+    pub calls: Arc<AtomicUsize>,
+    /// Sleep per call.
+    pub delay: Duration,
+    /// Run this (blocking) on the n-th call, counted from 1, before answering.
+    pub on_call: Option<(usize, Arc<dyn Fn() + Send + Sync>)>,
+}
+
+impl FakeSqs {
+    /// The bodies accepted so far.
+    pub fn accepted(&self) -> Vec<String> {
+        self.accepted.lock().expect("lock").clone()
+    }
+}
+
+impl Transport for FakeSqs {
+    fn send_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem],
+    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        Box::pin(async move {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            if let Some((at, hook)) = &self.on_call
+                && *at == n
+            {
+                let hook = Arc::clone(hook);
+                tokio::task::spawn_blocking(move || hook())
+                    .await
+                    .expect("hook");
+            }
+            if !self.delay.is_zero() {
+                tokio::time::sleep(self.delay).await;
+            }
+            let mut out = Vec::new();
+            for i in items {
+                let body = &i.entry.body;
+                let result = if body.contains("retry-me") {
+                    EntryResult::Failed {
+                        code: "InternalError".into(),
+                        message: "injected".into(),
+                        sender_fault: false,
+                    }
+                } else if body.contains("poison") {
+                    EntryResult::Failed {
+                        code: "InvalidParameterValue".into(),
+                        message: "injected".into(),
+                        sender_fault: true,
+                    }
+                } else {
+                    self.accepted.lock().expect("lock").push(body.clone());
+                    if let Some(g) = &i.entry.group_id {
+                        self.groups
+                            .lock()
+                            .expect("lock")
+                            .push((g.clone(), body.clone()));
+                    }
+                    EntryResult::Sent {
+                        message_id: format!("m-{n}-{}", i.id),
+                        sequence_number: None,
+                    }
+                };
+                out.push((i.id.clone(), result));
+            }
+            Ok(out)
+        })
+    }
+}
