@@ -825,8 +825,9 @@ async fn bad_inputs_are_clear_errors() {
         .expect_err("malformed");
     assert!(matches!(err, HandlerError::Event(_)));
     assert!(
-        err.to_string()
-            .starts_with("malformed S3 event: not an S3 event notification: missing field"),
+        err.to_string().starts_with(
+            "malformed S3 event: not an S3 event notification: Records[0]: missing field"
+        ),
         "{err}"
     );
     let mut v = sample("s3-put.json");
