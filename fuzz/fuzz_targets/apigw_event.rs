@@ -10,30 +10,8 @@ use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::{Handler, Settings};
 use libfuzzer_sys::fuzz_target;
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
-
-struct Accepting;
-
-impl Transport for Accepting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
+use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(event) = serde_json::from_slice::<LambdaRequest>(data) else {
@@ -44,7 +22,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let request: Request = event.into();
     let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
-    let forwarder = Forwarder::new(Accepting, SendSettings::default(), EncodeRules::default());
+    let forwarder = Forwarder::new(
+        Accepting::default(),
+        SendSettings::default(),
+        EncodeRules::default(),
+    );
     let handler = Handler::new(forwarder, settings, Duration::ZERO);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()

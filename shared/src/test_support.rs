@@ -1,5 +1,53 @@
 //! Helpers for the tests of this workspace's crates; not part of the API.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+
+/// A transport that accepts every entry (message id `m`) and counts them:
+/// the SQS of tests that care what a handler sends, not how.
+#[derive(Debug, Default)]
+pub struct Accepting {
+    sent: AtomicUsize,
+}
+
+impl Accepting {
+    /// Entries accepted so far.
+    pub fn sent(&self) -> usize {
+        self.sent.load(Ordering::SeqCst)
+    }
+}
+
+impl Transport for Accepting {
+    fn send_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem],
+    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        Box::pin(async move {
+            self.sent.fetch_add(items.len(), Ordering::SeqCst);
+            Ok(items
+                .iter()
+                .map(|i| {
+                    let sent = EntryResult::Sent {
+                        message_id: "m".into(),
+                        sequence_number: None,
+                    };
+                    (i.id.clone(), sent)
+                })
+                .collect())
+        })
+    }
+}
+
+/// Cases for a fuzz-style property test: `PROPTEST_CASES` when set (for
+/// long runs), else `default` (a short smoke in the normal test run).
+pub fn proptest_cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The table header every configuration table has.
 pub const README_TABLE_HEADER: &str = "| variable | default | allowed | meaning |";
 

@@ -9,15 +9,12 @@ use proptest::prelude::*;
 use sqs_forwarder::batch::pack_in_order;
 use sqs_forwarder::encode::{BodyEncoding, EncodeRules, is_sqs_text, prepare};
 use sqs_forwarder::limits::message_size;
+use sqs_forwarder::test_support::proptest_cases;
 use sqs_forwarder::{Attribute, AttributeValue, Body, Limits, Message};
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
     ProptestConfig {
-        cases,
+        cases: proptest_cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

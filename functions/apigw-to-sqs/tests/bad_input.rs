@@ -6,7 +6,6 @@
 
 use std::convert::Infallible;
 use std::future::poll_fn;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use apigw_to_sqs::event::{RefuseUndecodable, undecodable_body};
@@ -15,47 +14,21 @@ use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service,
 use apigw_to_sqs::{Handler, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 
-#[derive(Default)]
-struct Counting {
-    sent: Mutex<usize>,
-}
-
-impl Transport for Counting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            *self.sent.lock().expect("lock") += items.len();
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
-
-fn handler(vars: &[(&str, &str)]) -> Handler<Counting> {
+fn handler(vars: &[(&str, &str)]) -> Handler<Accepting> {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
     let forwarder = Forwarder::new(
-        Counting::default(),
+        Accepting::default(),
         SendSettings::default(),
         EncodeRules::default(),
     );
     Handler::new(forwarder, settings, Duration::ZERO)
 }
 
-fn sent(h: &Handler<Counting>) -> usize {
-    *h.forwarder().transport().sent.lock().expect("lock")
+fn sent(h: &Handler<Accepting>) -> usize {
+    h.forwarder().transport().sent()
 }
 
 fn sample(name: &str) -> Value {
@@ -66,7 +39,7 @@ fn sample(name: &str) -> Value {
 /// The function's answer to a raw event, through the same services as
 /// `main.rs`: the base64 guard, then `lambda_http`'s adapter, then the
 /// handler. The answer as Lambda would return it to API Gateway.
-async fn answer(h: &Handler<Counting>, event: &Value) -> Value {
+async fn answer(h: &Handler<Accepting>, event: &Value) -> Value {
     let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
     let inner =
         service_fn(

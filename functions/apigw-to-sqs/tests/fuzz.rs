@@ -4,7 +4,6 @@
 //! than the body could hold; every answer is JSON with a status that says
 //! what happened. `PROPTEST_CASES` sets the number of cases (default 64).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use apigw_to_sqs::body::{Kind, SplitLimits, split};
@@ -16,48 +15,18 @@ use base64::Engine as _;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::{Accepting, proptest_cases};
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
     ProptestConfig {
-        cases,
+        cases: proptest_cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
 }
 
-#[derive(Default)]
-struct Counting {
-    sent: Mutex<usize>,
-}
-
-impl Transport for Counting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            *self.sent.lock().expect("lock") += items.len();
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
-
-fn handler(fifo: bool) -> Handler<Counting> {
+fn handler(fifo: bool) -> Handler<Accepting> {
     let settings = Settings::from_env(&Env::from_pairs(&[
         ("CONTENT_TYPES", "*/*"),
         ("ATTRIBUTE_HEADERS", "x-tenant"),
@@ -68,7 +37,7 @@ fn handler(fifo: bool) -> Handler<Counting> {
         content_based_deduplication: fifo.then_some(false),
         ..EncodeRules::default()
     };
-    let forwarder = Forwarder::new(Counting::default(), SendSettings::default(), rules);
+    let forwarder = Forwarder::new(Accepting::default(), SendSettings::default(), rules);
     Handler::new(forwarder, settings, Duration::ZERO)
 }
 
@@ -221,7 +190,7 @@ proptest! {
             other => return Err(TestCaseError::fail(format!("not text: {other:?}"))),
         };
         let answer: Value = serde_json::from_str(&text).expect("a JSON answer");
-        let sent = *h.forwarder().transport().sent.lock().expect("lock");
+        let sent = h.forwarder().transport().sent();
         if status == 202 {
             prop_assert_eq!(answer["sent"].as_u64(), Some(sent as u64));
         } else if status >= 400 && answer.get("results").is_none() {

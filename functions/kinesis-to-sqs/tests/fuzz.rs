@@ -14,14 +14,11 @@ use kinesis_to_sqs::settings::{BodyFormat, GroupIdSource};
 use kinesis_to_sqs::{Settings, handle, kpl, records};
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use sqs_forwarder::test_support::proptest_cases;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
     ProptestConfig {
-        cases,
+        cases: proptest_cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     }

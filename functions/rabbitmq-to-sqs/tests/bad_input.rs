@@ -4,14 +4,13 @@
 //! message that cannot be sent fails the invocation (the batch goes back to
 //! the broker), never dropped silently.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rabbitmq_to_sqs::{Function, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;
 
 const URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
@@ -114,36 +113,10 @@ fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
 }
 
 /// Accepts every entry and counts them.
-#[derive(Default)]
-struct Counting {
-    sent: Mutex<usize>,
-}
-
-impl Transport for Counting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            *self.sent.lock().expect("lock") += items.len();
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
-
-fn function() -> Function<Counting> {
+fn function() -> Function<Accepting> {
     let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
     let forwarder = Forwarder::new(
-        Counting::default(),
+        Accepting::default(),
         SendSettings::default(),
         EncodeRules::default(),
     );
@@ -158,13 +131,13 @@ fn sample() -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
 }
 
-async fn handle(f: &Function<Counting>, event: Value) -> Result<Value, HandlerError> {
+async fn handle(f: &Function<Accepting>, event: Value) -> Result<Value, HandlerError> {
     f.handle_until(event, Instant::now() + Duration::from_secs(30), None)
         .await
 }
 
-fn sent(f: &Function<Counting>) -> usize {
-    *f.forwarder().transport().sent.lock().expect("lock")
+fn sent(f: &Function<Accepting>) -> usize {
+    f.forwarder().transport().sent()
 }
 
 #[tokio::test]

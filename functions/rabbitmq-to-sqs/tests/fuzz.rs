@@ -5,7 +5,6 @@
 //! sent than received; a batch with a message not sent fails.
 //! `PROPTEST_CASES` sets the number of cases (default 64 here).
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use lapin::types::{AMQPValue, DecimalValue, FieldArray, FieldTable, LongString, ShortString};
@@ -14,56 +13,26 @@ use rabbitmq_to_sqs::mapping::{FieldValue, amqp_value, json_value};
 use rabbitmq_to_sqs::{Function, HandlerError, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::{Accepting, proptest_cases};
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
     ProptestConfig {
-        cases,
+        cases: proptest_cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
 }
 
-#[derive(Default)]
-struct Counting {
-    sent: Mutex<usize>,
-}
-
-impl Transport for Counting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            *self.sent.lock().expect("lock") += items.len();
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
-
-fn function(vars: &[(&str, &str)], fifo: bool) -> Function<Counting> {
+fn function(vars: &[(&str, &str)], fifo: bool) -> Function<Accepting> {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
     let rules = EncodeRules {
         fifo,
         content_based_deduplication: fifo.then_some(false),
         ..EncodeRules::default()
     };
-    let forwarder = Forwarder::new(Counting::default(), SendSettings::default(), rules);
+    let forwarder = Forwarder::new(Accepting::default(), SendSettings::default(), rules);
     Function::new(settings, forwarder, Duration::ZERO, None).expect("function")
 }
 
@@ -188,7 +157,7 @@ proptest! {
         }
         if !amazon_mq {
             // Without a broker, only an aws:rmq batch can send anything.
-            prop_assert_eq!(*f.forwarder().transport().sent.lock().expect("lock"), 0);
+            prop_assert_eq!(f.forwarder().transport().sent(), 0);
         }
     }
 
@@ -203,7 +172,7 @@ proptest! {
         let f = function(&[("HEADER_ATTRIBUTES", headers)], fifo);
         let stop = Instant::now() + Duration::from_secs(5);
         let result = rt().block_on(f.handle_until(event, stop, None));
-        let sent = *f.forwarder().transport().sent.lock().expect("lock");
+        let sent = f.forwarder().transport().sent();
         prop_assert!(sent <= n);
         match result {
             Ok(report) => {

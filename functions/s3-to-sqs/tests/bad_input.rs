@@ -3,15 +3,14 @@
 //! event fails before anything is sent, naming the record and the field at
 //! fault; a line longer than the queue takes is bounded while it is read.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use s3_to_sqs::lines::LineReader;
 use s3_to_sqs::{Handler, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::io::AsyncReadExt;
 
 /// (variable, bad value, a word the `allowed` text must contain)
@@ -54,33 +53,7 @@ fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
 }
 
 /// Accepts every entry and counts them.
-#[derive(Default)]
-struct Counting {
-    sent: Mutex<usize>,
-}
-
-impl Transport for Counting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            *self.sent.lock().expect("lock") += items.len();
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
-
-fn handler() -> Handler<Counting> {
+fn handler() -> Handler<Accepting> {
     let s3 = aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
@@ -88,7 +61,7 @@ fn handler() -> Handler<Counting> {
             .build(),
     );
     let forwarder = Forwarder::new(
-        Counting::default(),
+        Accepting::default(),
         SendSettings::default(),
         EncodeRules::default(),
     );
@@ -104,7 +77,7 @@ async fn refused(event: Value) -> String {
     let h = handler();
     let e = h.handle(event, None).await.expect_err("refused");
     assert!(matches!(e, HandlerError::Event(_)), "{e:?}");
-    assert_eq!(*h.forwarder().transport().sent.lock().expect("lock"), 0);
+    assert_eq!(h.forwarder().transport().sent(), 0);
     e.to_string()
 }
 

@@ -4,56 +4,24 @@
 //! no more messages than records, no line longer than the cap.
 //! `PROPTEST_CASES` sets the number of cases (default 64 here).
 
-use std::sync::Mutex;
-
 use proptest::prelude::*;
 use s3_to_sqs::event::{decode_key, parse};
 use s3_to_sqs::lines::LineReader;
 use s3_to_sqs::{Handler, Incoming, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::{Accepting, proptest_cases};
+use sqs_forwarder::{Forwarder, SendSettings};
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64);
     ProptestConfig {
-        cases,
+        cases: proptest_cases(64),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
 }
 
-#[derive(Default)]
-struct Counting {
-    sent: Mutex<usize>,
-}
-
-impl Transport for Counting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            *self.sent.lock().expect("lock") += items.len();
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
-
-fn handler(fifo: bool) -> Handler<Counting> {
+fn handler(fifo: bool) -> Handler<Accepting> {
     let s3 = aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
@@ -65,7 +33,7 @@ fn handler(fifo: bool) -> Handler<Counting> {
         content_based_deduplication: fifo.then_some(false),
         ..EncodeRules::default()
     };
-    let forwarder = Forwarder::new(Counting::default(), SendSettings::default(), rules);
+    let forwarder = Forwarder::new(Accepting::default(), SendSettings::default(), rules);
     Handler::new(Settings::default(), forwarder, s3)
 }
 
@@ -160,7 +128,7 @@ proptest! {
         let h = handler(fifo);
         match rt.block_on(h.handle(json!({ "Records": records }), None)) {
             Ok(report) => {
-                let sent = *h.forwarder().transport().sent.lock().expect("lock");
+                let sent = h.forwarder().transport().sent();
                 // Success means every record was forwarded (no filter here).
                 prop_assert_eq!(report.records, n);
                 prop_assert_eq!(sent, n);
@@ -170,7 +138,7 @@ proptest! {
             // forwarded: an error that says so, never a panic.
             Err(e) => {
                 prop_assert!(!e.to_string().is_empty());
-                prop_assert!(*h.forwarder().transport().sent.lock().expect("lock") <= n);
+                prop_assert!(h.forwarder().transport().sent() <= n);
             }
         }
     }
