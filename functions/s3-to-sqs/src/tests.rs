@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use sqs_forwarder::encode::{EncodeRules, Entry};
 use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
 use sqs_forwarder::{Forwarder, Limits, OversizePolicy, SendSettings, Transport};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncBufRead, AsyncReadExt};
 
 use crate::event::{ObjectEvent, Via};
-use crate::lines::{Chunking, forward_lines};
+use crate::lines::{Chunking, LinesReport, forward_lines};
 use crate::messages::Fifo;
 use crate::object::decoded;
 use crate::settings::GroupBy;
@@ -284,6 +284,28 @@ fn object_event() -> ObjectEvent {
     }
 }
 
+/// `forward_lines` of the test object's `reader` into a standard queue,
+/// without a deadline, in chunks of at most `(lines, bytes)`.
+async fn lines_into<R, T>(
+    reader: R,
+    fwd: &Forwarder<T>,
+    (lines, bytes): (usize, usize),
+) -> LinesReport
+where
+    R: AsyncBufRead + Unpin,
+    T: Transport,
+{
+    forward_lines(
+        reader,
+        &object_event(),
+        fwd,
+        STANDARD,
+        Chunking { lines, bytes },
+        None,
+    )
+    .await
+}
+
 const STANDARD: Fifo = Fifo {
     enabled: false,
     group_by: GroupBy::Object,
@@ -300,19 +322,7 @@ async fn every_line_once_in_bounded_chunks() {
         }
     }
     let fwd = forwarder(Fake::new(), false);
-    let chunking = Chunking {
-        lines: 1000,
-        bytes: 8 << 20,
-    };
-    let report = forward_lines(
-        text.as_bytes(),
-        &object_event(),
-        &fwd,
-        STANDARD,
-        chunking,
-        None,
-    )
-    .await;
+    let report = lines_into(text.as_bytes(), &fwd, (1000, 8 << 20)).await;
     assert_eq!(report.lines, 12_345);
     assert_eq!(report.blank, 12);
     assert_eq!(report.sent, 12_333);
@@ -347,11 +357,7 @@ async fn gzip_bodies_are_decompressed_including_multiple_members() {
     }
     let body = decoded(std::io::Cursor::new(compressed), true);
     let fwd = forwarder(Fake::new(), false);
-    let chunking = Chunking {
-        lines: 10,
-        bytes: 1 << 20,
-    };
-    let report = forward_lines(body, &object_event(), &fwd, STANDARD, chunking, None).await;
+    let report = lines_into(body, &fwd, (10, 1 << 20)).await;
     assert_eq!(report.sent, 3);
     let bodies: Vec<String> = fwd
         .transport()
@@ -365,7 +371,7 @@ async fn gzip_bodies_are_decompressed_including_multiple_members() {
 
     let not_gzip = decoded(std::io::Cursor::new(b"plain text\n".to_vec()), true);
     let fwd = forwarder(Fake::new(), false);
-    let report = forward_lines(not_gzip, &object_event(), &fwd, STANDARD, chunking, None).await;
+    let report = lines_into(not_gzip, &fwd, (10, 1 << 20)).await;
     let e = report.read_error.expect("not gzip");
     assert_eq!((e.code, e.retryable), ("InvalidGzip", false));
 }
@@ -386,21 +392,10 @@ async fn oversize_lines_follow_the_policy() {
         };
         Forwarder::new(Fake::new(), settings, EncodeRules::default())
     };
-    let chunking = Chunking {
-        lines: 100,
-        bytes: 1 << 20,
-    };
+    let chunking = (100, 1 << 20);
 
     let fwd = small(OversizePolicy::Fail);
-    let report = forward_lines(
-        text.as_bytes(),
-        &object_event(),
-        &fwd,
-        STANDARD,
-        chunking,
-        None,
-    )
-    .await;
+    let report = lines_into(text.as_bytes(), &fwd, chunking).await;
     assert_eq!((report.sent, report.failed), (2, 1));
     let (line, failure) = &report.failures[0];
     assert_eq!(*line, 2);
@@ -412,15 +407,7 @@ async fn oversize_lines_follow_the_policy() {
     assert!(!report.retryable);
 
     let fwd = small(OversizePolicy::Drop);
-    let report = forward_lines(
-        text.as_bytes(),
-        &object_event(),
-        &fwd,
-        STANDARD,
-        chunking,
-        None,
-    )
-    .await;
+    let report = lines_into(text.as_bytes(), &fwd, chunking).await;
     assert_eq!((report.sent, report.dropped, report.failed), (2, 1, 0));
     assert!(report.complete());
 }
@@ -465,19 +452,7 @@ async fn under_offload_lines_above_the_threshold_go_to_s3_but_cut_lines_never() 
     };
     let fwd = Forwarder::new(Fake::new(), settings, EncodeRules::default())
         .with_payload_store(store.clone());
-    let chunking = Chunking {
-        lines: 100,
-        bytes: 1 << 20,
-    };
-    let report = forward_lines(
-        text.as_bytes(),
-        &object_event(),
-        &fwd,
-        STANDARD,
-        chunking,
-        None,
-    )
-    .await;
+    let report = lines_into(text.as_bytes(), &fwd, (100, 1 << 20)).await;
     assert_eq!((report.sent, report.failed), (3, 1));
     // The 900-byte line is in S3 whole; the 5000-byte one, cut at 1025
     // bytes by the reader, is nowhere.
@@ -494,19 +469,7 @@ async fn a_retryable_failure_stops_reading() {
         (e.body == "line 15").then_some(("ServiceUnavailable", false))
     }));
     let fwd = forwarder(fake, false);
-    let chunking = Chunking {
-        lines: 10,
-        bytes: 1 << 20,
-    };
-    let report = forward_lines(
-        text.as_bytes(),
-        &object_event(),
-        &fwd,
-        STANDARD,
-        chunking,
-        None,
-    )
-    .await;
+    let report = lines_into(text.as_bytes(), &fwd, (10, 1 << 20)).await;
     assert!(report.retryable);
     assert_eq!(report.failed, 1);
     assert_eq!(report.failures[0].0, 15);
