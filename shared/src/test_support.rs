@@ -92,6 +92,79 @@ pub fn readme_variables(markdown: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// A bad value for a configuration variable, and what its error must say.
+#[derive(Debug, Clone, Copy)]
+pub struct BadValue<'a> {
+    /// The variable.
+    pub variable: &'a str,
+    /// Its bad value.
+    pub value: &'a str,
+    /// Other variables it needs to be read at all.
+    pub context: &'a [(&'a str, &'a str)],
+    /// The value as the error shows it (a password masked).
+    pub shown: &'a str,
+    /// A word the error's `allowed` text must contain.
+    pub allowed: &'a str,
+}
+
+impl<'a> BadValue<'a> {
+    /// A case read on its own, its value shown as given.
+    pub const fn new(variable: &'a str, value: &'a str, allowed: &'a str) -> Self {
+        BadValue {
+            variable,
+            value,
+            context: &[],
+            shown: value,
+            allowed,
+        }
+    }
+}
+
+/// Fails naming each of `variables` that no case in `cases` covers.
+pub fn assert_every_variable_has_a_case(variables: &[(&str, &str)], cases: &[BadValue<'_>]) {
+    for (name, _) in variables {
+        assert!(
+            cases.iter().any(|c| c.variable == *name),
+            "no bad-value case for {name}"
+        );
+    }
+}
+
+/// Reads each case (its context, then its bad value) with `read` and checks
+/// the error: it names the variable and the shown value, its `allowed` text
+/// contains the case's word, and it reads
+/// `invalid configuration: VARIABLE="value": allowed`. Returns the errors,
+/// for checks of the caller's own.
+pub fn assert_bad_values_are_named<T>(
+    cases: &[BadValue<'_>],
+    read: impl Fn(&crate::Env) -> Result<T, crate::ConfigError>,
+) -> Vec<crate::ConfigError> {
+    cases
+        .iter()
+        .map(|case| {
+            let mut vars = case.context.to_vec();
+            vars.push((case.variable, case.value));
+            let Err(e) = read(&crate::Env::from_pairs(&vars)) else {
+                panic!("{}={:?} was accepted", case.variable, case.value);
+            };
+            assert_eq!(
+                (e.variable.as_str(), e.value.as_str()),
+                (case.variable, case.shown),
+                "{e}"
+            );
+            assert!(e.allowed.contains(case.allowed), "{}: {e}", case.variable);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "invalid configuration: {}={:?}: {}",
+                    case.variable, case.shown, e.allowed
+                )
+            );
+            e
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

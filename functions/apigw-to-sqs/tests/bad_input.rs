@@ -15,6 +15,9 @@ use apigw_to_sqs::{Handler, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::test_support::{
+    BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
+};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 fn handler(vars: &[(&str, &str)]) -> Handler<Accepting> {
@@ -158,29 +161,21 @@ const BAD: &[(&str, &str, &str)] = &[
     ("RETRY_AFTER_SECONDS", "3601", "3600"),
 ];
 
+/// The table as the shared checks take it.
+fn cases() -> Vec<BadValue<'static>> {
+    BAD.iter()
+        .map(|&(variable, value, allowed)| BadValue::new(variable, value, allowed))
+        .collect()
+}
+
 #[test]
 fn every_variable_has_a_bad_value_case() {
-    for (name, _) in VARIABLES {
-        assert!(
-            BAD.iter().any(|b| b.0 == *name),
-            "no bad-value case for {name}"
-        );
-    }
+    assert_every_variable_has_a_case(VARIABLES, &cases());
 }
 
 #[test]
 fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
-    for (variable, value, word) in BAD {
-        let e = Settings::from_env(&Env::from_pairs(&[(variable, value)]))
-            .expect_err("a bad value is refused");
-        assert_eq!((e.variable.as_str(), e.value.as_str()), (*variable, *value));
-        assert!(e.allowed.contains(word), "{variable}: {e}");
-        assert!(
-            e.to_string()
-                .starts_with(&format!("invalid configuration: {variable}=\"{value}\": ")),
-            "{e}"
-        );
-    }
+    assert_bad_values_are_named(&cases(), Settings::from_env);
 }
 
 #[test]

@@ -11,7 +11,9 @@ use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::{Settings, VARIABLES, handle};
 use serde_json::json;
-use sqs_forwarder::Env;
+use sqs_forwarder::test_support::{
+    BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
+};
 
 /// (variable, bad value, a word the `allowed` text must contain)
 const BAD: &[(&str, &str, &str)] = &[
@@ -22,31 +24,21 @@ const BAD: &[(&str, &str, &str)] = &[
     ("PERMANENT_FAILURES", "drop", "skip"),
 ];
 
+/// The table as the shared checks take it.
+fn cases() -> Vec<BadValue<'static>> {
+    BAD.iter()
+        .map(|&(variable, value, allowed)| BadValue::new(variable, value, allowed))
+        .collect()
+}
+
 #[test]
 fn every_variable_has_a_bad_value_case() {
-    for (name, _) in VARIABLES {
-        assert!(
-            BAD.iter().any(|b| b.0 == *name),
-            "no bad-value case for {name}"
-        );
-    }
+    assert_every_variable_has_a_case(VARIABLES, &cases());
 }
 
 #[test]
 fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
-    for (variable, value, word) in BAD {
-        let e = Settings::from_env(&Env::from_pairs(&[(variable, value)]))
-            .expect_err("a bad value is refused");
-        assert_eq!((e.variable.as_str(), e.value.as_str()), (*variable, *value));
-        assert!(e.allowed.contains(word), "{e}");
-        assert_eq!(
-            e.to_string(),
-            format!(
-                "invalid configuration: {variable}=\"{value}\": {}",
-                e.allowed
-            )
-        );
-    }
+    assert_bad_values_are_named(&cases(), Settings::from_env);
 }
 
 /// The error `lambda_runtime` fails the invocation with for this payload:

@@ -10,7 +10,10 @@ use s3_to_sqs::{Handler, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::test_support::Accepting;
-use sqs_forwarder::{Env, Forwarder, SendSettings};
+use sqs_forwarder::test_support::{
+    BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
+};
+use sqs_forwarder::{Forwarder, SendSettings};
 use tokio::io::AsyncReadExt;
 
 /// (variable, bad value, a word the `allowed` text must contain)
@@ -27,29 +30,21 @@ const BAD: &[(&str, &str, &str)] = &[
     ("S3_FORCE_PATH_STYLE", "yes", "true"),
 ];
 
+/// The table as the shared checks take it.
+fn cases() -> Vec<BadValue<'static>> {
+    BAD.iter()
+        .map(|&(variable, value, allowed)| BadValue::new(variable, value, allowed))
+        .collect()
+}
+
 #[test]
 fn every_variable_has_a_bad_value_case() {
-    for (name, _) in VARIABLES {
-        assert!(
-            BAD.iter().any(|b| b.0 == *name),
-            "no bad-value case for {name}"
-        );
-    }
+    assert_every_variable_has_a_case(VARIABLES, &cases());
 }
 
 #[test]
 fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
-    for (variable, value, word) in BAD {
-        let e = Settings::from_env(&Env::from_pairs(&[(variable, value)]))
-            .expect_err("a bad value is refused");
-        assert_eq!((e.variable.as_str(), e.value.as_str()), (*variable, *value));
-        assert!(e.allowed.contains(word), "{variable}: {e}");
-        assert!(
-            e.to_string()
-                .starts_with(&format!("invalid configuration: {variable}=\"{value}\": ")),
-            "{e}"
-        );
-    }
+    assert_bad_values_are_named(&cases(), Settings::from_env);
 }
 
 /// Accepts every entry and counts them.
