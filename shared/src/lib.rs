@@ -111,7 +111,7 @@ pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
 pub use outcome::{Failure, MessageOutcome, Outcome, Summary};
 pub use queue::{SetupError, connect};
 pub use retry::RetryPolicy;
-pub use send::{Forwarder, OversizePolicy, SendSettings};
+pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
 pub use sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
 pub use transport::{SqsTransport, Transport};
 

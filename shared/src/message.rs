@@ -174,4 +174,16 @@ impl<P> Message<P> {
         self.delay_seconds = Some(seconds);
         self
     }
+
+    /// The same message with its position mapped by `f`.
+    pub fn map_position<Q>(self, f: impl FnOnce(P) -> Q) -> Message<Q> {
+        Message {
+            body: self.body,
+            attributes: self.attributes,
+            group_id: self.group_id,
+            deduplication_id: self.deduplication_id,
+            delay_seconds: self.delay_seconds,
+            position: f(self.position),
+        }
+    }
 }

@@ -54,25 +54,49 @@ pub enum AnswerError {
     },
 }
 
-/// Fold message outcomes into one outcome per record.
+/// Fold message outcomes into one outcome per record, all at once (tests;
+/// the function folds them as they come with a [`Tracker`]).
 pub fn record_outcomes(
     records: &[RecordInfo],
     outcomes: &[MessageOutcome<Position>],
 ) -> Vec<RecordOutcome> {
-    let mut result: Vec<RecordOutcome> = records
-        .iter()
-        .map(|r| match &r.failure {
-            Some(f) => RecordOutcome::Failed(f.clone()),
-            None => RecordOutcome::Done,
-        })
-        .collect();
+    let mut tracker = Tracker::new(records);
     for o in outcomes {
+        tracker.record(o);
+    }
+    tracker.finish()
+}
+
+/// Folds message outcomes into one outcome per record as they are settled:
+/// what a Kinesis answer needs is one state per record, whatever number of
+/// messages the records became.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    outcomes: Vec<RecordOutcome>,
+}
+
+impl Tracker {
+    /// Every record done, except those found failed before sending.
+    pub fn new(records: &[RecordInfo]) -> Self {
+        Tracker {
+            outcomes: records
+                .iter()
+                .map(|r| match &r.failure {
+                    Some(f) => RecordOutcome::Failed(f.clone()),
+                    None => RecordOutcome::Done,
+                })
+                .collect(),
+        }
+    }
+
+    /// One message's outcome.
+    pub fn record(&mut self, o: &MessageOutcome<Position>) {
         let failure = match &o.outcome {
-            Outcome::Sent { .. } | Outcome::Dropped { .. } => continue,
+            Outcome::Sent { .. } | Outcome::Dropped { .. } => return,
             Outcome::Failed(f) => f,
         };
-        let Some(slot) = result.get_mut(o.position.record) else {
-            continue;
+        let Some(slot) = self.outcomes.get_mut(o.position.record) else {
+            return;
         };
         match slot {
             RecordOutcome::Done => *slot = RecordOutcome::Failed(failure.clone()),
@@ -82,7 +106,11 @@ pub fn record_outcomes(
             RecordOutcome::Failed(_) => {}
         }
     }
-    result
+
+    /// One outcome per record, in event order.
+    pub fn finish(self) -> Vec<RecordOutcome> {
+        self.outcomes
+    }
 }
 
 /// Which failure speaks for a record: one a retry may fix, then one that is
