@@ -118,7 +118,7 @@ fn to_sdk_entry(item: &BatchItem) -> Result<SendMessageBatchRequestEntry, Failur
         .set_message_deduplication_id(e.deduplication_id.clone())
         .set_delay_seconds(e.delay_seconds);
     for a in &e.attributes {
-        let v = MessageAttributeValue::builder().data_type(&a.data_type);
+        let v = MessageAttributeValue::builder().data_type(a.data_type.as_ref());
         let v = match &a.value {
             AttributeValue::String(s) | AttributeValue::Number(s) => v.string_value(s),
             AttributeValue::Binary(bytes) => v.binary_value(Blob::new(bytes.clone())),
@@ -126,7 +126,7 @@ fn to_sdk_entry(item: &BatchItem) -> Result<SendMessageBatchRequestEntry, Failur
         let v = v
             .build()
             .map_err(|err| Failure::permanent("InvalidAttribute", err.to_string()))?;
-        b = b.message_attributes(&a.name, v);
+        b = b.message_attributes(a.name.as_ref(), v);
     }
     b.build()
         .map_err(|err| Failure::permanent("InvalidEntry", err.to_string()))

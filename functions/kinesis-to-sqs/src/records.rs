@@ -591,7 +591,7 @@ mod tests {
         let names: Vec<&str> = p.messages[0]
             .attributes
             .iter()
-            .map(|a| a.name.as_str())
+            .map(|a| a.name.as_ref())
             .collect();
         assert_eq!(names, vec![attribute::STREAM_ARN]);
     }

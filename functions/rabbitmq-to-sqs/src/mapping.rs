@@ -251,20 +251,21 @@ pub fn json_value(v: &Value) -> FieldValue {
 /// An attribute for this value, or `None` when SQS has no form for it
 /// (empty or void).
 fn attribute(name: &str, value: &FieldValue) -> Option<Attribute> {
+    let name = name.to_owned();
     let text_or_binary = |s: &str| {
         if s.is_empty() {
             None
         } else if is_sqs_text(s) {
-            Some(Attribute::string(name, s))
+            Some(Attribute::string(name.clone(), s))
         } else {
-            Some(Attribute::binary(name, s.as_bytes().to_vec()))
+            Some(Attribute::binary(name.clone(), s.as_bytes().to_vec()))
         }
     };
     match value {
         FieldValue::Text(s) | FieldValue::Json(s) => text_or_binary(s),
         FieldValue::Bytes(b) => match std::str::from_utf8(b) {
             Ok(s) => text_or_binary(s),
-            Err(_) => Some(Attribute::binary(name, b.clone())),
+            Err(_) => Some(Attribute::binary(name.clone(), b.clone())),
         },
         FieldValue::Number(n) => Some(Attribute::number(name, n)),
         FieldValue::Bool(b) => Some(Attribute::string(name, b.to_string())),
@@ -459,7 +460,7 @@ mod tests {
             m.body,
             sqs_forwarder::Body::Bytes(b"{\"order\":1}".to_vec())
         );
-        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_str()).collect();
+        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_ref()).collect();
         assert_eq!(
             names,
             vec![

@@ -24,11 +24,19 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         let mut retried = false;
         match result {
             Ok(results) => {
-                let mut by_id: std::collections::HashMap<String, EntryResult> =
-                    results.into_iter().collect();
+                // Ids are the read indexes the call was made with; a call
+                // carries at most ten, so a list beats a map.
+                let mut by_id: Vec<(usize, EntryResult)> = results
+                    .into_iter()
+                    .filter_map(|(id, r)| id.parse().ok().map(|i| (i, r)))
+                    .collect();
                 let mut failed_groups: Vec<String> = Vec::new();
                 for (index, slot) in batch {
-                    match by_id.remove(&index.to_string()) {
+                    let result = by_id
+                        .iter()
+                        .position(|(id, _)| *id == index)
+                        .map(|i| by_id.swap_remove(i).1);
+                    match result {
                         Some(EntryResult::Sent {
                             message_id,
                             sequence_number,
