@@ -108,7 +108,7 @@ pub use env::Env;
 pub use limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
 pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
-pub use outcome::{Failure, MessageOutcome, Outcome, Summary};
+pub use outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
 pub use queue::{SetupError, connect};
 pub use retry::RetryPolicy;
 pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};

@@ -54,15 +54,15 @@ pub enum EntryResult {
 impl EntryResult {
     /// The failure this entry result stands for, classified.
     pub fn failure(code: &str, message: &str, sender_fault: bool) -> Failure {
-        Failure {
-            code: code.to_owned(),
-            message: if message.is_empty() {
+        Failure::new(
+            code,
+            if message.is_empty() {
                 format!("SQS rejected the entry ({code})")
             } else {
                 message.to_owned()
             },
-            retryable: entry_retryable(code, sender_fault),
-        }
+            entry_retryable(code, sender_fault),
+        )
     }
 }
 
@@ -167,11 +167,8 @@ where
             } else {
                 message
             };
-            CallError::Failed(Failure {
-                retryable: call_retryable(Some(&code), status),
-                code,
-                message,
-            })
+            let retryable = call_retryable(Some(&code), status);
+            CallError::Failed(Failure::new(code, message, retryable))
         }
         SdkError::ConstructionFailure(_) => CallError::Failed(Failure::permanent(
             "RequestConstructionFailed",

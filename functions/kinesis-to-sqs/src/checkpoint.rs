@@ -14,7 +14,7 @@
 //!   it on is skipped;
 //! * a record that failed for good because of its content (a retry cannot
 //!   help: too large under `OVERSIZE_POLICY=fail`, invalid, a corrupt KPL
-//!   aggregate; see [`SKIPPABLE_CODES`]) is reported too unless
+//!   aggregate; see [`skippable`]) is reported too unless
 //!   `PERMANENT_FAILURES=skip`, which leaves it out with a warning and a
 //!   `RecordsSkipped` metric; a permanent failure of the deployment
 //!   (`AccessDenied`, a missing queue) is always reported;
@@ -116,43 +116,21 @@ impl Tracker {
 /// Which failure speaks for a record: one a retry may fix, then one that is
 /// not about the record's content, then the first.
 fn rank(f: &Failure) -> u8 {
-    match (f.retryable, skippable(&f.code)) {
+    match (f.retryable, skippable(f)) {
         (true, _) => 2,
         (false, false) => 1,
         (false, true) => 0,
     }
 }
 
-/// Failure codes that are about a record's own content, which
-/// `PERMANENT_FAILURES=skip` may skip. Any other permanent failure
-/// (`AccessDenied`, `QueueDoesNotExist`, KMS errors, a FIFO queue without
-/// group or deduplication ids, ...) is about the deployment: skipping it
-/// would skip every record, so it is always reported.
-pub const SKIPPABLE_CODES: &[&str] = &[
-    // the shared crate's checks
-    "MessageTooLarge",
-    "BatchRequestTooLong",
-    "EmptyBody",
-    "InvalidMessageContents",
-    "InvalidAttributeName",
-    "InvalidAttributeType",
-    "InvalidAttributeValue",
-    "TooManyAttributes",
-    "InvalidGroupId",
-    "InvalidDeduplicationId",
-    // SQS's entry errors about a message's content
-    "InvalidParameterValue",
-    "MessageTooLong",
-    // KPL de-aggregation
-    "KplTooShort",
-    "KplChecksumMismatch",
-    "KplInvalidProtobuf",
-    "KplInvalidKeyIndex",
-];
-
-/// Whether `PERMANENT_FAILURES=skip` may skip a record that failed with this code.
-pub fn skippable(code: &str) -> bool {
-    SKIPPABLE_CODES.contains(&code)
+/// Whether `PERMANENT_FAILURES=skip` may skip a record that failed this way:
+/// only when the record itself is at fault (its content or size, by the
+/// failure's [`Cause`](sqs_forwarder::Cause)). A permanent failure of the
+/// deployment (`AccessDenied`, a missing queue, KMS errors, ...) would fail
+/// every record alike: skipping it would skip them all, so it is always
+/// reported.
+pub fn skippable(failure: &Failure) -> bool {
+    !failure.retryable && failure.cause.is_message_fault()
 }
 
 /// What the answer says, with the counts for logs and metrics.
@@ -178,7 +156,7 @@ pub fn answer(
         let RecordOutcome::Failed(failure) = outcome else {
             continue;
         };
-        if !failure.retryable && policy == PermanentFailures::Skip && skippable(&failure.code) {
+        if policy == PermanentFailures::Skip && skippable(failure) {
             skipped += 1;
             tracing::warn!(
                 record = index,

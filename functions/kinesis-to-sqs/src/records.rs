@@ -150,7 +150,7 @@ pub fn inspect(records: &[KinesisEventRecord], settings: &Settings) -> Vec<Recor
                     Err(e) => {
                         metrics::counter!(crate::metric::CORRUPT_AGGREGATES).increment(1);
                         info.messages = 0;
-                        info.failure = Some(Failure::permanent(e.code(), e.to_string()));
+                        info.failure = Some(Failure::content(e.code(), e.to_string()));
                     }
                 }
             }
