@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
 # Check template.yaml: cfn-lint, sam validate --lint, and the project's own
 # checks (scripts/check_template.py). Installs cfn-lint and aws-sam-cli (PyPI)
-# into .local/tools on first use. All of it works offline.
+# into .local/tools on first use (scripts/install-tools.sh). All of it works
+# offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=.local/tools
-if [ ! -x "$tools/bin/sam" ] || [ ! -x "$tools/bin/cfn-lint" ]; then
-  mkdir -p .local
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check 'cfn-lint==1.*' 'aws-sam-cli==1.*' >&2
-fi
+tools="$(scripts/install-tools.sh)"
 echo "-- cfn-lint template.yaml"
 "$tools/bin/cfn-lint" template.yaml
 echo "-- sam validate --lint"

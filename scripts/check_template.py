@@ -15,7 +15,12 @@
   without auth (AuthorizationType / AuthType NONE);
 * negative tests: the wildcard and auth checks fail on mutated copies of the
   template (a `sqs:*` action, a `*` resource, an open route), so a check
-  that passes everything is caught.
+  that passes everything is caught;
+* the dashboard and the outputs (scripts/check_dashboard.py): every metric
+  on the dashboard is one the code emits, with the namespace and dimensions
+  it emits them with (read from the Rust source), one row per function,
+  every queue and every alarm on it, the outputs a user needs; each with its
+  negative tests.
 
 Prints one line per check and a closing "N passed, N failed" line.
 Uses cfn-lint's own YAML loader (from the tools virtualenv).
@@ -26,6 +31,8 @@ import re
 import sys
 
 from cfnlint.decode import cfn_yaml
+
+import check_dashboard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PSEUDO = {"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition",
@@ -133,6 +140,7 @@ def main():
           (f": {open_routes}" if open_routes else ""))
 
     negative_tests(tpl)
+    check_dashboard.run(tpl, ROOT, check)
 
     passed = sum(1 for ok, _ in results if ok)
     failed = len(results) - passed
