@@ -3,23 +3,22 @@
 Used by scripts/check_template.py (and scripts/deploy_build.py, which checks
 that the built functions' metrics are on the dashboard).
 
-* The metrics the code emits are read from the Rust source, not listed
-  here: the constants of `shared/src/metrics.rs` and of each function's
-  `metric` module that a `counter!`/`gauge!`/`histogram!` call uses, the
-  namespace (`METRICS_NAMESPACE`'s default in `shared/src/config.rs`, or the
-  template's value), the EMF dimension (`with_dimension` in
-  `shared/src/observability.rs`) and each function's `SERVICE`. Renaming a
-  metric in the code without the dashboard fails the check.
-* The dashboard body is rendered as CloudFormation would, for several sets
-  of parameters (conditions on or off), with placeholders `<Resource>` and
-  `<Resource.Attribute>` for what only a deployment knows; every rendering
-  must be valid JSON.
+* The metrics the code emits are read from the Rust source
+  (scripts/emitted_metrics.py), not listed here: renaming a metric in the
+  code without the dashboard fails the check. The namespace is the
+  template's `METRICS_NAMESPACE` if it sets one, else the code's default.
+* The dashboard body is rendered as CloudFormation would
+  (scripts/template_render.py) for several sets of parameters (conditions
+  on or off); every rendering must be valid JSON.
 """
 
 import copy
 import json
 import os
 import re
+
+from emitted_metrics import code_metrics, read_source
+from template_render import NOVALUE, Stack
 
 # The AWS metrics the dashboard may show (AWS docs: "Monitoring functions"
 # (AWS/Lambda) and "Available CloudWatch metrics for Amazon SQS").
@@ -40,180 +39,6 @@ SCENARIOS = [
     ("existing queue and stream", {"TargetQueueArn": "arn:aws:sqs:eu-west-1:222222222222:orders",
                                    "KinesisStreamArn": "arn:aws:kinesis:us-east-1:111111111111:stream/s"}),
 ]
-
-NOVALUE = object()
-
-
-# ---- What the code emits -------------------------------------------------------
-
-def read_source(root):
-    def read(rel):
-        with open(os.path.join(root, rel), encoding="utf-8") as f:
-            return f.read()
-    return read
-
-
-def rust_files(root, rel_dir):
-    out = []
-    for dirpath, _, files in os.walk(os.path.join(root, rel_dir)):
-        out += [os.path.relpath(os.path.join(dirpath, f), root) for f in files if f.endswith(".rs")]
-    return sorted(out)
-
-
-def consts(text):
-    return dict(re.findall(r'pub const ([A-Z][A-Z0-9_]*): &str = "([^"]+)";', text))
-
-
-def metric_module(text):
-    """The constants of the `pub mod metric { ... }` block of a source file."""
-    m = re.search(r"pub mod metric \{(.*?)\n\}", text, re.S)
-    return consts(m.group(1)) if m else {}
-
-
-def emitted(files, read, names):
-    """Metric names used by counter!/gauge!/histogram! in `files`; `names`
-    maps constant names to metric names. Returns (names, problems)."""
-    out, problems = set(), []
-    for rel in files:
-        for m in re.finditer(r"\b(counter|gauge|histogram)!\(\s*([^,)]+?)\s*([,)])", read(rel)):
-            arg, end = m.group(2), m.group(3)
-            if end == ",":
-                problems.append(f"{rel}: {m.group(0)}...: labelled metrics add EMF dimensions the check does not know")
-            if arg.startswith('"'):
-                out.add(arg.strip('"'))
-            elif arg.split("::")[-1] in names:
-                out.add(names[arg.split("::")[-1]])
-            else:
-                problems.append(f"{rel}: {m.group(0)}: cannot tell the metric's name")
-    return out, problems
-
-
-def code_metrics(root, read=None, crates=()):
-    """What the code emits: namespace, dimension names, and per crate its
-    service name and metric names."""
-    read = read or read_source(root)
-    config = read("shared/src/config.rs")
-    ns = re.search(r'\("METRICS_NAMESPACE", "([^"]+)"\)', config)
-    obs = read("shared/src/observability.rs")
-    dims = re.findall(r'\.with_dimension\("([^"]+)"', obs)
-    shared_consts = consts(read("shared/src/metrics.rs"))
-    shared, problems = emitted(rust_files(root, "shared/src"), read, shared_consts)
-    functions = {}
-    for crate in crates:
-        src = f"functions/{crate}/src"
-        files = rust_files(root, src)
-        own_consts = {}
-        service = None
-        for rel in files:
-            text = read(rel)
-            own_consts.update(metric_module(text))
-            s = re.search(r'pub const SERVICE: &str = "([^"]+)";', text)
-            service = service or (s and s.group(1))
-        own, p = emitted(files, read, {**shared_consts, **own_consts})
-        problems += p
-        functions[crate] = {"service": service, "metrics": shared | own}
-    return {
-        "namespace": ns.group(1) if ns else None,
-        "dimensions": dims,
-        "shared": shared,
-        "functions": functions,
-        "problems": problems,
-    }
-
-
-# ---- Rendering the template ------------------------------------------------------
-
-def conditions_for(tpl, params):
-    conds = tpl.get("Conditions", {})
-    memo = {}
-
-    def ev(node):
-        if isinstance(node, dict) and len(node) == 1:
-            (k, v), = node.items()
-            if k == "Ref":
-                return params.get(v, f"<{v}>")
-            if k == "Condition":
-                return cond(v)
-            if k == "Fn::Equals":
-                return str(ev(v[0])) == str(ev(v[1]))
-            if k == "Fn::Not":
-                return not ev(v[0])
-            if k == "Fn::And":
-                return all(ev(c) for c in v)
-            if k == "Fn::Or":
-                return any(ev(c) for c in v)
-        return node
-
-    def cond(name):
-        if name not in memo:
-            memo[name] = bool(ev(conds[name]))
-        return memo[name]
-
-    return {name: cond(name) for name in conds}
-
-
-def parameters(tpl, overrides):
-    params = {k: str(v.get("Default", "")) if not isinstance(v.get("Default"), list) else v["Default"]
-              for k, v in tpl.get("Parameters", {}).items()}
-    params.update(overrides)
-    return params
-
-
-class Stack:
-    """The template with one set of parameter values: which resources exist
-    and what a value renders to."""
-
-    def __init__(self, tpl, overrides):
-        self.tpl = tpl
-        self.params = parameters(tpl, overrides)
-        self.conds = conditions_for(tpl, self.params)
-        self.resources = {n: r for n, r in tpl.get("Resources", {}).items()
-                          if r.get("Condition") is None or self.conds.get(r["Condition"], False)}
-
-    def name(self, ref):
-        if ref in self.params:
-            return str(self.params[ref])
-        return f"<{ref}>"
-
-    def render(self, node, local=None):
-        local = local or {}
-        if isinstance(node, list):
-            return [x for x in (self.render(v, local) for v in node) if x is not NOVALUE]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            (k, v), = node.items()
-            if k == "Ref":
-                return NOVALUE if v == "AWS::NoValue" else self.name(v)
-            if k == "Fn::GetAtt":
-                target = v if isinstance(v, list) else str(v).split(".", 1)
-                return f"<{target[0]}.{target[1]}>"
-            if k == "Fn::If":
-                return self.render(v[1] if self.conds[v[0]] else v[2], local)
-            if k == "Fn::Join":
-                parts = self.render(v[1], local)
-                return v[0].join(str(p) for p in parts)
-            if k == "Fn::Split":
-                return str(self.render(v[1], local)).split(v[0])
-            if k == "Fn::Select":
-                items = self.render(v[1], local)
-                return items[int(self.render(v[0], local))]
-            if k == "Fn::Sub":
-                text, subs = (v[0], v[1]) if isinstance(v, list) else (v, {})
-                subs = {name: self.render(val, local) for name, val in subs.items()}
-
-                def var(m):
-                    name = m.group(1)
-                    if name.startswith("!"):
-                        return "${" + name[1:] + "}"
-                    if name in subs:
-                        return str(subs[name])
-                    if "." in name:
-                        return f"<{name}>"
-                    return self.name(name)
-
-                return re.sub(r"\$\{([^}]+)\}", var, text)
-        return {k: self.render(v, local) for k, v in node.items()}
 
 
 # ---- The dashboard -------------------------------------------------------------------

@@ -78,7 +78,7 @@ def size_limit():
     Deploying section."""
     text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     section = text.split("\n## Deploying", 1)[-1].split("\n## ", 1)[0]
-    m = re.search(r"at most \*\*(\d+) MiB\*\*", section)
+    m = re.search(r"at most\s+\*\*(\d+) MiB\*\*", section)
     return int(m.group(1)) * 1024 * 1024 if m else None
 
 
