@@ -224,6 +224,37 @@ def check_outputs(stack):
     return problems
 
 
+def readme_names(root, heading, readme=None):
+    """The backticked names in the first column of the table under `heading`
+    in README.md."""
+    text = readme if readme is not None else open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    if heading not in text:
+        return set()
+    section = text.split(heading, 1)[1].split("\n#", 1)[0]
+    names = set()
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            names.update(re.findall(r"`([A-Za-z0-9]+)`", line.split("|")[1]))
+    return names
+
+
+OUTPUTS_HEADING = "### After `sam deploy`: the outputs"
+ALARMS_HEADING = "### Which alarm fires for which failure"
+
+
+def readme_matches(tpl, root, readme=None):
+    """Problems: template outputs and alarms the README's tables do not
+    name, and names there the template does not have."""
+    problems = []
+    outputs = set(tpl.get("Outputs", {}))
+    alarms = {n for n, r in tpl.get("Resources", {}).items() if r.get("Type") == "AWS::CloudWatch::Alarm"}
+    for what, have, heading in (("output", outputs, OUTPUTS_HEADING), ("alarm", alarms, ALARMS_HEADING)):
+        documented = readme_names(root, heading, readme)
+        problems += [f"{what} {n} is not in the README's table" for n in sorted(have - documented)]
+        problems += [f"the README's table names {what} {n}, the template has none" for n in sorted(documented - have)]
+    return problems
+
+
 def run(tpl, root, check):
     """All dashboard and output checks, then their negative tests."""
     crates = sorted(set(function_crates(tpl).values()))
@@ -249,6 +280,9 @@ def run(tpl, root, check):
     for key, label in labels.items():
         bad = results.get(key, [])
         check(not bad, f"{label} ({len(SCENARIOS)} parameter sets)" + (f": {bad[:5]}" if bad else ""))
+    bad = readme_matches(tpl, root)
+    check(not bad, "README.md's outputs and alarm tables name every output and alarm of the template, "
+                   "and nothing else" + (f": {bad}" if bad else ""))
     negative_tests(tpl, root, code, crates, check)
 
 
@@ -361,3 +395,12 @@ def negative_tests(tpl, root, code, crates, check):
     bad = copy.deepcopy(tpl)
     bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if "PayloadBucket" not in json.dumps(v)}
     check(evaluate(bad, code).get("outputs"), "negative: no payload bucket output (offload on) fails the outputs check")
+    bad = copy.deepcopy(tpl)
+    bad["Outputs"]["UndocumentedOutput"] = {"Value": "x"}
+    bad["Resources"]["UndocumentedAlarm"] = copy.deepcopy(bad["Resources"]["FailureQueueAlarm"])
+    found = readme_matches(bad, root)
+    check(any("UndocumentedOutput" in x for x in found) and any("UndocumentedAlarm" in x for x in found),
+          "negative: an output and an alarm the README does not name fail the README check")
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    check(any("FailureQueueAlarm" in x for x in readme_matches(tpl, root, readme.replace("`FailureQueueAlarm`", ""))),
+          "negative: a README without FailureQueueAlarm in its alarm table fails the README check")

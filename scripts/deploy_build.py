@@ -134,7 +134,33 @@ def glibc_needed(elf):
     return newest
 
 
-def check_artifact(name, props, arch, runtime, limit):
+def inspect(path, arch, glibc_max, limit):
+    """What is wrong with `path` as a bootstrap for `arch` on a runtime whose
+    newest glibc is `glibc_max`, at most `limit` bytes: a dict of the checks
+    (size, executable, elf, glibc), each (ok, what)."""
+    size = os.path.getsize(path)
+    out = {
+        "size": (bool(limit) and size <= limit,
+                 f"{size / 1048576:.1f} MiB, at most {limit and limit // 1048576} MiB"),
+        "executable": (os.access(path, os.X_OK), "executable"),
+    }
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            machine, kind, cls = elf["e_machine"], elf["e_type"], elf.elfclass
+            glibc = glibc_needed(elf)
+    except Exception as e:  # pyelftools raises its own errors on a non-ELF file
+        out["elf"] = (False, f"not an ELF file ({e})")
+        return out
+    out["elf"] = (machine == ARCHITECTURES[arch]["elf"] and cls == 64 and kind in ("ET_EXEC", "ET_DYN"),
+                  f"64-bit ELF executable for {arch} ({machine}, {cls}-bit, {kind})")
+    out["glibc"] = (bool(glibc_max) and (glibc is None or glibc <= glibc_max),
+                    f"needs glibc {'.'.join(map(str, glibc)) if glibc else 'none'}, "
+                    f"the runtime has {'.'.join(map(str, glibc_max)) if glibc_max else '?'}")
+    return out
+
+
+def check_artifact(name, arch, runtime, limit):
     """The built function's bootstrap; returns its path if it can run."""
     built = cfn_yaml.load(os.path.join(BUILD, "template.yaml"))
     code = str(built["Resources"].get(name, {}).get("Properties", {}).get("CodeUri", ""))
@@ -143,25 +169,25 @@ def check_artifact(name, props, arch, runtime, limit):
     if not check(code and os.path.isfile(path) and os.listdir(folder) == ["bootstrap"],
                  f"{name}: the built template's CodeUri {code} holds one bootstrap"):
         return None
-    size = os.path.getsize(path)
-    check(limit and size <= limit, f"{name}: bootstrap {size / 1048576:.1f} MiB, at most {limit and limit // 1048576} MiB")
-    check(os.access(path, os.X_OK), f"{name}: bootstrap is executable")
-    with open(path, "rb") as f:
-        try:
-            elf = ELFFile(f)
-            machine, kind, cls = elf["e_machine"], elf["e_type"], elf.elfclass
-            glibc = glibc_needed(elf)
-        except Exception as e:  # not an ELF at all
-            check(False, f"{name}: bootstrap is an ELF executable: {e}")
-            return None
-    want = ARCHITECTURES[arch]["elf"]
-    check(machine == want and cls == 64 and kind in ("ET_EXEC", "ET_DYN"),
-          f"{name}: 64-bit ELF executable for {arch} ({machine}, {kind})")
-    most = RUNTIME_GLIBC.get(runtime)
-    check(most and (glibc is None or glibc <= most),
-          f"{name}: needs glibc {'.'.join(map(str, glibc)) if glibc else 'none'}, "
-          f"{runtime} has {'.'.join(map(str, most)) if most else '?'}")
-    return path
+    found = inspect(path, arch, RUNTIME_GLIBC.get(runtime), limit)
+    for ok, what in found.values():
+        check(ok, f"{name}: bootstrap {what}")
+    return path if found["elf"][0] else None
+
+
+def negative_tests(bootstrap, arch, runtime, limit):
+    """The artifact checks fail on what they must refuse."""
+    other = next(a for a in ARCHITECTURES if a != arch)
+    glibc_max = RUNTIME_GLIBC.get(runtime)
+    check(not inspect(bootstrap, other, glibc_max, limit)["elf"][0],
+          f"negative: the {arch} bootstrap fails the ELF check for {other}")
+    check(not inspect(bootstrap, arch, glibc_max, 1024 * 1024)["size"][0],
+          "negative: a 1 MiB limit fails the size check")
+    host = os.path.realpath(sys.executable)  # this Python: an ELF that needs glibc
+    check(not inspect(host, arch, (2, 0), None)["glibc"][0],
+          "negative: a binary needing glibc fails the glibc check on a runtime with glibc 2.0")
+    check(not inspect(os.path.join(ROOT, "README.md"), arch, glibc_max, limit)["elf"][0],
+          "negative: a text file fails the ELF check")
 
 
 def run_artifact(name, crate, path, runner, endpoint, dashboard_rows):
@@ -242,11 +268,15 @@ def main():
         [os.path.join(ROOT, "scripts", "local-sqs.sh"), "start"], capture_output=True, text=True,
         check=True).stdout.strip()
     rows = dashboard_metrics(tpl)
+    built = None
     for name, props in functions.items():
         crate = os.path.basename(str(props.get("CodeUri", "")).rstrip("/"))
-        path = check_artifact(name, props, arch, runtime, limit)
+        path = check_artifact(name, arch, runtime, limit)
         if path:
+            built = built or path
             run_artifact(name, crate, path, runner, endpoint, rows)
+    if built:
+        negative_tests(built, arch, runtime, limit)
     finish()
 
 
