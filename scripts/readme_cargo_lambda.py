@@ -160,6 +160,8 @@ def main():
             except ProcessLookupError:
                 pass
         log.close()
+    if all(ok for ok, _ in results):
+        os.unlink(log.name)
     finish()
 
 
