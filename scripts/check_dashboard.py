@@ -321,9 +321,10 @@ def negative_tests(tpl, root, code, crates, check):
     added = with_source("shared/src/metrics.rs", lambda t: t.replace(
         "pub(crate) fn retry() {", 'pub const LOST: &str = "MessagesLost";\n'
         "pub(crate) fn lost() { metrics::counter!(LOST).increment(1); }\npub(crate) fn retry() {"))
-    check(evaluate(tpl, added).get("rows"), "negative: a new metric in the code, not on the dashboard, fails the row check")
-    ns = with_source("shared/src/config.rs", lambda t: t.replace('("METRICS_NAMESPACE", "SqsForwarder")',
-                                                               '("METRICS_NAMESPACE", "Forwarder")'))
+    check(evaluate(tpl, added).get("rows"),
+          "negative: a new metric in the code, not on the dashboard, fails the row check")
+    ns = with_source("shared/src/config.rs", lambda t: t.replace(
+        '("METRICS_NAMESPACE", "SqsForwarder")', '("METRICS_NAMESPACE", "Forwarder")'))
     check(evaluate(tpl, ns).get("emitted"), "negative: another default namespace in the code fails the emitted check")
     service = with_source("functions/s3-to-sqs/src/lib.rs", lambda t: t.replace(
         'SERVICE: &str = "s3-to-sqs"', 'SERVICE: &str = "s3-forwarder"'))
@@ -377,8 +378,9 @@ def negative_tests(tpl, root, code, crates, check):
     def no_queue(bad, parts):
         for part in parts:
             if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
-                part["Fn::Sub"] = part["Fn::Sub"].replace('"ApproximateAgeOfOldestMessage","QueueName","${FailureQueue',
-                                                          '"ApproximateNumberOfMessagesNotVisible","QueueName","${FailureQueue')
+                part["Fn::Sub"] = part["Fn::Sub"].replace(
+                    '"ApproximateAgeOfOldestMessage","QueueName","${FailureQueue',
+                    '"ApproximateNumberOfMessagesNotVisible","QueueName","${FailureQueue')
     check(body_edit(no_queue).get("queues"), "negative: a queue without its oldest message's age fails the queue check")
 
     def extra_alarm(bad, parts):

@@ -11,6 +11,7 @@ the code without the dashboard fails the template checks.
 import os
 import re
 
+
 def read_source(root):
     def read(rel):
         with open(os.path.join(root, rel), encoding="utf-8") as f:
