@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # Check template.yaml: cfn-lint, sam validate --lint, and the project's own
 # checks (scripts/check_template.py, which also runs checkov). Installs
-# cfn-lint and aws-sam-cli (PyPI) into .local/tools and checkov into
-# .local/checkov (a virtualenv of its own: its pins differ from SAM's) on
-# first use. All of it works offline once installed.
+# cfn-lint and aws-sam-cli (PyPI) into .local/tools (scripts/install-tools.sh)
+# and checkov into .local/checkov (a virtualenv of its own: its pins differ
+# from SAM's) on first use. All of it works offline once installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools=.local/tools
-if [ ! -x "$tools/bin/sam" ] || [ ! -x "$tools/bin/cfn-lint" ]; then
-  mkdir -p .local
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check 'cfn-lint==1.*' 'aws-sam-cli==1.*' >&2
-fi
+tools="$(scripts/install-tools.sh)"
 if [ ! -x .local/checkov/bin/checkov ]; then
   mkdir -p .local
   python3 -m venv .local/checkov

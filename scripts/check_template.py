@@ -30,7 +30,12 @@
 * negative tests: every check above fails on a mutated copy of the template
   (a `sqs:*` action, a `*` resource, an open route, SAM's Kinesis and S3
   events, a poller without reserved concurrency, ...), so a check that
-  passes everything is caught.
+  passes everything is caught;
+* the dashboard and the outputs (scripts/check_dashboard.py): every metric
+  on the dashboard is one the code emits, with the namespace and dimensions
+  it emits them with (read from the Rust source), one row per function,
+  every queue and every alarm on it, the outputs a user needs; each with its
+  negative tests.
 
 Prints one line per check and a closing "N passed, N failed" line.
 Uses cfn-lint's own YAML loader (from the tools virtualenv).
@@ -44,6 +49,8 @@ import subprocess
 import sys
 
 from cfnlint.decode import cfn_yaml
+
+import check_dashboard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PSEUDO = {"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition",
@@ -152,6 +159,7 @@ def main():
 
     hardening(tpl)
     negative_tests(tpl)
+    check_dashboard.run(tpl, ROOT, check)
 
     passed = sum(1 for ok, _ in results if ok)
     failed = len(results) - passed
