@@ -69,6 +69,7 @@ async fn main() -> ExitCode {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(terminal)
         .with_target(false)
         .try_init();
 
