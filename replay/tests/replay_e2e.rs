@@ -564,6 +564,20 @@ async fn ranges_the_stream_no_longer_has_are_reported_and_kept() {
     // oldest one is what a trimmed start looks like to a reader).
     send_entry(&failure_queue, &batch_info(&arn, SHARD, "0", &seqs[2], 4)).await;
 
+    // --limit: one entry looked at, the others untouched.
+    let (_, stdout) = replay(&target, &failure_queue, &["--dry-run", "--limit", "1"], &[]);
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("entry ")).count(),
+        1,
+        "{stdout}"
+    );
+    assert!(stdout.contains("replay (dry run): 1 entries: "), "{stdout}");
+    assert_eq!(
+        depth(&failure_queue).await,
+        (3, 0),
+        "a dry run keeps every entry"
+    );
+
     let (out, stdout) = replay(&target, &failure_queue, &[], &[]);
     assert_eq!(out.status.code(), Some(1), "entries stay: exit 1");
     let expired: Vec<&str> = stdout
