@@ -35,7 +35,10 @@
   on the dashboard is one the code emits, with the namespace and dimensions
   it emits them with (read from the Rust source), one row per function,
   every queue and every alarm on it, the outputs a user needs; each with its
-  negative tests.
+  negative tests;
+* the replay command's policy (ReplayPolicy) grants exactly the actions its
+  README lists under "Permissions", none with a `*` action or resource (with
+  negative tests: an extra action, a `*` resource).
 
 Prints one line per check and a closing "N passed, N failed" line.
 Uses cfn-lint's own YAML loader (from the tools virtualenv).
@@ -153,6 +156,8 @@ def main():
         check(not wild, f"{name}: no wildcard SQS/S3/KMS/Secrets Manager permission" +
               (f": {wild}" if wild else ""))
 
+    replay_policy(tpl)
+
     open_routes = unauthenticated(tpl)
     check(not open_routes, "the HTTP endpoint is not open without auth by default" +
           (f": {open_routes}" if open_routes else ""))
@@ -187,6 +192,56 @@ def wildcards(props):
 
     walk(props.get("Policies", []), stmts)
     return wild
+
+
+def policy_statements(node):
+    """Every statement of a policy document, both branches of each Fn::If."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, dict) and "Effect" in n and "Action" in n:
+            found.append(n)
+
+    walk(node, visit)
+    return found
+
+
+def replay_actions_documented():
+    text = open(os.path.join(ROOT, "replay", "README.md"), encoding="utf-8").read()
+    section = text.split("## Permissions", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`([a-z0-9]+:[A-Za-z]+)`", section))
+
+
+def replay_policy_problems(tpl):
+    """What is wrong with ReplayPolicy: missing, actions other than the
+    documented ones, or wildcards."""
+    res = tpl.get("Resources", {}).get("ReplayPolicy")
+    if not res or res.get("Type") != "AWS::IAM::ManagedPolicy":
+        return ["no AWS::IAM::ManagedPolicy ReplayPolicy"]
+    problems = []
+    granted = set()
+    for st in policy_statements(res.get("Properties", {}).get("PolicyDocument", {})):
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        resources = st.get("Resource", [])
+        resources = resources if isinstance(resources, list) else [resources]
+        for a in actions:
+            if not isinstance(a, str) or "*" in a:
+                problems.append(f"wildcard action {a}")
+            else:
+                granted.add(a)
+        if any(r == "*" for r in resources):
+            problems.append(f"{actions} on *")
+    documented = replay_actions_documented()
+    if granted != documented:
+        problems.append(f"granted {sorted(granted - documented)} not in replay/README.md, "
+                        f"documented {sorted(documented - granted)} not granted")
+    return problems
+
+
+def replay_policy(tpl):
+    problems = replay_policy_problems(tpl)
+    check(not problems, "ReplayPolicy grants what replay/README.md lists, no wildcard" +
+          (f": {problems}" if problems else ""))
 
 
 def resolve(tpl, node):
@@ -262,6 +317,17 @@ def negative_tests(tpl):
             policies.append({"Statement": [statement]})
             props["Policies"] = policies
             check(wildcards(props), f"negative: {name} with {what} fails the wildcard check")
+    for what, statement in [
+        ("an extra action", {"Effect": "Allow", "Action": "kinesis:PutRecord",
+                             "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/s"}),
+        ("a * resource", {"Effect": "Allow", "Action": "kinesis:GetRecords", "Resource": "*"}),
+        ("a sqs:* action", {"Effect": "Allow", "Action": ["sqs:*"],
+                            "Resource": "arn:aws:sqs:us-east-1:123456789012:q"}),
+    ]:
+        bad = copy.deepcopy(tpl)
+        doc = bad["Resources"]["ReplayPolicy"]["Properties"]["PolicyDocument"]
+        doc["Statement"] = list(doc["Statement"]) + [statement]
+        check(replay_policy_problems(bad), f"negative: ReplayPolicy with {what} fails its check")
     bad = copy.deepcopy(tpl)
     bad["Parameters"].setdefault("ApiAuth", {})["Default"] = "NONE"
     check(unauthenticated(bad), "negative: ApiAuth defaulting to NONE fails the auth check")
