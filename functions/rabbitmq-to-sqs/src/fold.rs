@@ -174,7 +174,7 @@ pub fn fit(fields: Vec<(String, FieldValue)>, body: &[u8], room: &Room) -> Fitte
                 if keep > 0 {
                     keep -= 1;
                 } else {
-                    *s = Slot::Folded(std::mem::take(&mut a.name), json(value));
+                    *s = Slot::Folded(std::mem::take(&mut a.name).into_owned(), json(value));
                 }
             }
         }
@@ -362,7 +362,7 @@ mod tests {
         let f = fit(fields.clone(), b"{\"order\":1}", &Room::default());
         assert_eq!(f.attributes.len(), 10, "{:?}", f.attributes);
         // Nine of their own, in order, then the rest in one JSON attribute.
-        let own: Vec<&str> = f.attributes[..9].iter().map(|a| a.name.as_str()).collect();
+        let own: Vec<&str> = f.attributes[..9].iter().map(|a| a.name.as_ref()).collect();
         let names: Vec<&str> = fields[..9].iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(own, names);
         assert_eq!(f.folded, ["tenant", "attempt", "urgent"]);
