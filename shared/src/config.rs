@@ -567,7 +567,7 @@ impl Config {
         let fifo_order = r.choice("FIFO_ORDER", FifoOrder::parse, FifoOrder::NAMES)?;
         let message_group_id = r.raw("MESSAGE_GROUP_ID");
         if let Some(g) = &message_group_id
-            && (g.len() > 128 || !g.bytes().all(|b| b.is_ascii_graphic()))
+            && !crate::fifo_id::is_valid(g)
         {
             return Err(ConfigError::new(
                 "MESSAGE_GROUP_ID",

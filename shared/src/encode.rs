@@ -351,8 +351,7 @@ fn is_number(s: &str) -> bool {
 /// Check a group or deduplication id: 1..=128 of ASCII letters, digits and
 /// punctuation.
 fn check_id(what: &str, code: &str, id: &str) -> Result<(), Failure> {
-    let ok = !id.is_empty() && id.len() <= MAX_ID_CHARS && id.bytes().all(|b| b.is_ascii_graphic());
-    if ok {
+    if crate::fifo_id::is_valid(id) {
         Ok(())
     } else {
         Err(invalid(

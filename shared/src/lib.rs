@@ -88,6 +88,7 @@ pub mod config;
 pub mod credentials;
 pub mod encode;
 pub mod env;
+pub mod fifo_id;
 pub mod limits;
 pub mod message;
 pub mod metrics;

@@ -65,7 +65,7 @@ fn single(headers: &HeaderMap, name: &HeaderName) -> Result<Option<String>, Reje
 }
 
 fn check_id(name: &HeaderName, id: &str) -> Result<(), Rejection> {
-    if id.len() <= MAX_ID_CHARS && id.bytes().all(|b| b.is_ascii_graphic()) {
+    if sqs_forwarder::fifo_id::is_valid(id) {
         Ok(())
     } else {
         Err(invalid(

@@ -414,18 +414,7 @@ pub fn deduplication_id(
 /// A value as an SQS group or deduplication id: as it is when SQS takes it
 /// (1..=128 printable ASCII characters), else `md5-` and its hex MD5.
 pub fn sqs_id(value: &str) -> Cow<'_, str> {
-    let ok = !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic());
-    if ok {
-        Cow::Borrowed(value)
-    } else {
-        let digest = Md5::digest(value.as_bytes());
-        let mut hex = String::with_capacity(4 + 32);
-        hex.push_str("md5-");
-        for b in digest {
-            hex.push_str(&format!("{b:02x}"));
-        }
-        Cow::Owned(hex)
-    }
+    sqs_forwarder::fifo_id::or_hashed(value, "md5-", |v| Md5::digest(v.as_bytes()))
 }
 
 /// The JSON envelope of `BODY_FORMAT=envelope`.

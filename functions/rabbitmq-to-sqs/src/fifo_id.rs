@@ -3,35 +3,19 @@
 //! SQS takes 1..=128 printable ASCII characters as a `MessageGroupId` or
 //! `MessageDeduplicationId`. A routing key may be 255 bytes of anything, a
 //! message id or correlation id any text, so a value SQS would refuse is
-//! replaced by `sha256:` and its hex SHA-256 (71 characters), as s3-to-sqs
-//! and kinesis-to-sqs hash theirs: the same value always gives the same id
+//! replaced by `sha256:` and its hex SHA-256 (71 characters), through the
+//! shared crate's one rule (`sqs_forwarder::fifo_id`): the same value always gives the same id
 //! (a redelivered message keeps its group and its deduplication id), and
 //! different values do not share one. A value SQS takes is used as it is.
 
 use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
-
-/// The most characters SQS allows in a group or deduplication id.
-pub const MAX_ID_CHARS: usize = 128;
-
-/// Whether SQS takes `value` as a group or deduplication id.
-pub fn is_valid(value: &str) -> bool {
-    !value.is_empty() && value.len() <= MAX_ID_CHARS && value.bytes().all(|b| b.is_ascii_graphic())
-}
+pub use sqs_forwarder::fifo_id::{MAX_ID_CHARS, is_valid};
 
 /// `value` when SQS takes it as an id, else `sha256:` and its hex SHA-256.
 pub fn sqs_id(value: &str) -> Cow<'_, str> {
-    if is_valid(value) {
-        return Cow::Borrowed(value);
-    }
-    let digest = Sha256::digest(value.as_bytes());
-    let mut id = String::with_capacity(7 + 64);
-    id.push_str("sha256:");
-    for b in digest {
-        id.push_str(&format!("{b:02x}"));
-    }
-    Cow::Owned(id)
+    sqs_forwarder::fifo_id::or_hashed(value, "sha256:", |v| Sha256::digest(v.as_bytes()))
 }
 
 #[cfg(test)]

@@ -40,12 +40,6 @@ use crate::mapping::{FieldValue, attribute};
 /// attribute of their own.
 pub const FOLDED_ATTRIBUTE: &str = "amqp.headers";
 
-/// Metric: headers carried in [`FOLDED_ATTRIBUTE`] instead of an attribute
-/// of their own.
-pub const HEADERS_FOLDED: &str = "HeadersFolded";
-/// Metric: headers left out because the message would not fit otherwise.
-pub const HEADERS_DROPPED: &str = "HeadersDropped";
-
 /// Room kept for a claim-check pointer under `OVERSIZE_POLICY=offload`: its
 /// body (the pointer JSON with a bucket of at most 63 and a key of at most
 /// 512 + 36 characters) and its size attribute take less than this.
@@ -278,7 +272,7 @@ fn json(value: &FieldValue) -> Value {
 /// Count and log what [`fit`] folded and dropped for one message.
 pub fn report(fitted: &Fitted, queue: &str) {
     if !fitted.folded.is_empty() {
-        metrics::counter!(HEADERS_FOLDED).increment(fitted.folded.len() as u64);
+        metrics::counter!(crate::metric::HEADERS_FOLDED).increment(fitted.folded.len() as u64);
         tracing::info!(
             queue,
             folded = ?fitted.folded,
@@ -286,7 +280,7 @@ pub fn report(fitted: &Fitted, queue: &str) {
         );
     }
     if !fitted.dropped.is_empty() {
-        metrics::counter!(HEADERS_DROPPED).increment(fitted.dropped.len() as u64);
+        metrics::counter!(crate::metric::HEADERS_DROPPED).increment(fitted.dropped.len() as u64);
         tracing::warn!(
             queue,
             dropped = ?fitted.dropped,

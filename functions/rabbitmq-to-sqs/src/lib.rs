@@ -52,6 +52,15 @@ pub use crate::settings::{DeliveryMode, Settings, VARIABLES};
 /// connection name.
 pub const SERVICE: &str = "rabbitmq-to-sqs";
 
+/// This function's own metrics (the shared crate counts messages).
+pub mod metric {
+    /// Headers carried in the `amqp.headers` JSON attribute, for want of an
+    /// attribute slot or a name SQS takes.
+    pub const HEADERS_FOLDED: &str = "HeadersFolded";
+    /// Headers left out because the message would not fit otherwise.
+    pub const HEADERS_DROPPED: &str = "HeadersDropped";
+}
+
 /// Why an invocation failed. No variant ever holds a password.
 #[derive(Debug, thiserror::Error)]
 pub enum HandlerError {

@@ -11,7 +11,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqs_forwarder::encode::is_sqs_text;
-use sqs_forwarder::{Attribute, Message};
+use sqs_forwarder::{Attribute, Message, fifo_id};
 
 use crate::event::ObjectEvent;
 use crate::settings::GroupBy;
@@ -25,15 +25,11 @@ pub const ATTR_KEY: &str = "key";
 /// Attribute with the line number, from 1 (lines mode).
 pub const ATTR_LINE: &str = "line";
 
-/// The most characters SQS allows in a group or deduplication id.
-const MAX_ID: usize = 128;
-
 /// A FIFO id made of `parts`: joined with `/` when that is a valid id,
 /// otherwise a SHA-256 of the parts.
 pub fn fifo_id(parts: &[&str]) -> String {
     let joined = parts.join("/");
-    if !joined.is_empty() && joined.len() <= MAX_ID && joined.bytes().all(|b| b.is_ascii_graphic())
-    {
+    if fifo_id::is_valid(&joined) {
         return joined;
     }
     let mut hash = Sha256::new();
@@ -42,13 +38,7 @@ pub fn fifo_id(parts: &[&str]) -> String {
         hash.update((p.len() as u64).to_be_bytes());
         hash.update(p.as_bytes());
     }
-    let digest = hash.finalize();
-    let mut id = String::with_capacity(7 + 64);
-    id.push_str("sha256:");
-    for b in digest {
-        id.push_str(&format!("{b:02x}"));
-    }
-    id
+    fifo_id::hashed("sha256:", hash.finalize())
 }
 
 /// The FIFO parameters of the messages made for one target.
