@@ -45,9 +45,10 @@ MEMORIES = (128, 1769)  # the Lambda-billed runs' memory sizes (1,769 MB = one v
 
 
 def in_flight_for(memory_mb):
-    """MAX_IN_FLIGHT's default for a function of `memory_mb`: the floors use
-    as many calls in flight as the function."""
-    return 4
+    """MAX_IN_FLIGHT's default for a function of `memory_mb`, as
+    `sqs_forwarder::config::default_max_in_flight` computes it (one per 64 MB,
+    4 to 64): the floors use as many calls in flight as the function."""
+    return min(64, max(4, memory_mb // 64))
 
 
 IN_FLIGHT = in_flight_for(128)
@@ -698,7 +699,7 @@ def cost_table(billed):
             p = pipes_cost_per_million(w, r["ours"])
 
             def money(c, part):
-                return f"${c[part]:.3f} + ${c['sqs']:.3f} = **${c['total']:.3f}**" if c else "–"
+                return f"${c[part]:.4f} + ${c['sqs']:.4f} = **${c['total']:.4f}**" if c else "–"
             L.append(f"| {w['name']} | {m:,} MB | {arch} | {money(o, 'lambda')} | {money(b, 'lambda')} "
                      f"| {money(p, 'pipes') if p else 'not a Pipes source'} |")
     return L
@@ -708,7 +709,8 @@ def table(rows, binaries, colds, mach, args, started, billed=()):
     L = []
     L.append(f"Run {started} on {mach['cpu']}, {mach['cores']} cores, {mach['memory']} "
              f"(Linux {mach['kernel']}; {mach['rustc']}; Python {mach['python']}, boto3 {mach['boto3']}; "
-             f"load average {mach['load']} at the start; the benchmark's processes at nice {mach.get('nice', 0)}). "
+             f"load average {mach['load']} at the start, {mach.get('load_end', '?')} at the end; the run took "
+             f"{mach.get('minutes', '?')} min; the benchmark's processes at nice {mach.get('nice', 0)}). "
              f"Command: `{args.command}`. Warm figures are the median of {args.warm} warm invocations "
              f"(boto3: {args.warm_baseline}); the floor is the median of {args.floor_rounds} rounds.")
     L.append("")
@@ -1022,6 +1024,7 @@ def main():
         # import alone take seconds).
         args.billed_warm, args.billed_warm_baseline = 1, 0
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    t0 = time.time()
     stamp = str(int(time.time() * 1000))
     work = os.path.join(ROOT, ".local", "bench", "smoke" if args.smoke else "full")
     log(f"writing workloads to {work}")
@@ -1050,6 +1053,8 @@ def main():
             billed.append((w, [(m, run_billed(w, args, bench, stub, stamp, work, m)) for m in memories]))
     finally:
         stub.stop()
+    mach["load_end"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    mach["minutes"] = round((time.time() - t0) / 60, 1)
     binaries = sizes(args)
     text = table(rows, binaries, colds, mach, args, started, billed)
     os.makedirs(args.out, exist_ok=True)
