@@ -303,7 +303,7 @@ def environments(w, stub, stamp):
     env = {"QUEUE_URL": queue_url, "AWS_ENDPOINT_URL_SQS": stub.url, "AWS_ENDPOINT_URL_S3": stub.url,
            "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-    ours_env, base_env = dict(env), dict(env, BASELINE_HANDLER=BASELINE[source])
+    ours_env, base_env = dict(env, **FN_ENV), dict(env, BASELINE_HANDLER=BASELINE[source])
     before = {}
     rabbit = None
     if source == "s3-lines":
@@ -401,10 +401,11 @@ def run_workload(w, args, bench, stub, stamp, work):
             ours["min_units"] = in_order_min_units(sizes)
             # 2. the floor: the last invocation's request bodies, posted again
             log(f"  floor: {args.floor_rounds} rounds")
-            result["floor"] = http_floor(args, stub, n_inv, IN_FLIGHT, w["messages"])
+            result["floor"] = http_floor(args, stub, n_inv, IN_FLIGHT, w["messages"], w.get("floor_rounds"))
             # 3. the SDK floor: the same entries through aws-sdk-sqs, nothing else
             log(f"  SDK floor: {args.floor_rounds} rounds")
-            result["sdk_floor"] = sdk_floor(args, stub, n_inv, IN_FLIGHT, ours_env, w["messages"])
+            result["sdk_floor"] = sdk_floor(args, stub, n_inv, IN_FLIGHT, ours_env, w["messages"],
+                                            w.get("floor_rounds"))
         result["ours"] = ours
         if w.get("baseline") is False:
             result["boto3"] = {"skipped": w.get("baseline_note", "not run on this workload")}
@@ -523,6 +524,7 @@ PRICES = {
     "sqs_request": 0.40 / 1e6,
     "pipes_request": 0.40 / 1e6,
 }
+FN_ENV = {}  # --fn-env
 PIPES_SOURCES = {"kinesis", "rabbitmq"}  # the workloads' sources Pipes can read (Kinesis; Amazon MQ)
 
 
@@ -1014,9 +1016,12 @@ def main():
     ap.add_argument("--billed", default=",".join(BILLED),
                     help="workloads run as Lambda bills them (CPU capped at 128 and 1,769 MB, 10 ms round "
                          "trips), comma-separated names; empty for none")
+    ap.add_argument("--fn-env", action="append", default=[], metavar="K=V",
+                    help="an extra environment variable for our functions (shown in the results)")
     ap.add_argument("--billed-warm", type=int, default=2)
     ap.add_argument("--billed-warm-baseline", type=int, default=1)
     args = ap.parse_args()
+    FN_ENV.update(kv.split("=", 1) for kv in args.fn_env)
     if args.smoke:
         args.warm, args.warm_baseline, args.floor_rounds, args.cold_starts = 1, 0, 1, 1
         # The Lambda-billed path at 1,769 MB only, on the smallest Kinesis run:

@@ -270,7 +270,7 @@ def write(folder, smoke=False):
     # 1 MiB record limit).
     each = 400 if smoke else 120_000
     event("kinesis-kpl-600000", "kinesis", kpl_event(5, each), 5 * each,
-          "5 KPL aggregates of 120,000 one-byte user records (600,000 messages)", max_warm=2,
+          "5 KPL aggregates of 120,000 one-byte user records (600,000 messages)", max_warm=2, floor_rounds=2,
           baseline=False, baseline_note="not run: 60,000 calls, about 100 s per invocation at boto3's "
           "measured per-call time, and the handler would need a KPL de-aggregator")
 

@@ -10,10 +10,9 @@ use apigw_to_sqs::{Handler, SERVICE, Settings};
 use lambda_http::{Error, Request, service_fn};
 use sqs_forwarder::{Env, startup};
 
-/// mimalloc instead of glibc's malloc: the profile of the 10,000-record
-/// event spent a quarter of the CPU in malloc/free (see bench/README.md).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
 
 /// A failed cold start. Returned from `main`, it fails the init and prints
 /// `Error: <message>` to the function's log (its `Debug` is the message).

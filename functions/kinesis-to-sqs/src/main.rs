@@ -8,10 +8,9 @@ use kinesis_to_sqs::{SERVICE, Settings, handle};
 use lambda_runtime::{LambdaEvent, service_fn};
 use sqs_forwarder::{Env, startup};
 
-/// mimalloc instead of glibc's malloc: the profile of the 10,000-record
-/// event spent a quarter of the CPU in malloc/free (see bench/README.md).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

@@ -8,10 +8,9 @@ use rabbitmq_to_sqs::{Function, SERVICE, Settings};
 use serde_json::Value;
 use sqs_forwarder::{Env, startup};
 
-/// mimalloc instead of glibc's malloc: the profile of the 10,000-record
-/// event spent a quarter of the CPU in malloc/free (see bench/README.md).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
 
 #[tokio::main]
 async fn main() -> ExitCode {

@@ -7,10 +7,9 @@ use s3_to_sqs::{Handler, SERVICE, Settings, s3_client};
 use serde_json::Value;
 use sqs_forwarder::{Env, deadline_from_epoch_millis, startup};
 
-/// mimalloc instead of glibc's malloc: the profile of the 10,000-record
-/// event spent a quarter of the CPU in malloc/free (see bench/README.md).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
 
 /// Print why the function cannot start and stop (Lambda reports the init
 /// failure with this output in the function's log).
