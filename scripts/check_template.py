@@ -13,19 +13,47 @@
   KMS or Secrets Manager;
 * with the parameters' defaults, no HTTP API route or function URL is open
   without auth (AuthorizationType / AuthType NONE);
-* negative tests: the wildcard and auth checks fail on mutated copies of the
-  template (a `sqs:*` action, a `*` resource, an open route), so a check
-  that passes everything is caught.
+* the roles SAM generates (the template translated offline with
+  samtranslator) attach no managed policy but AWSLambdaBasicExecutionRole
+  (logs) and allow no `*` or account-wide (`<type>/*`) resource;
+* the RabbitMQ poller drains one at a time: reserved concurrency 1, no
+  asynchronous retries, no scheduler retries, a schedule name unique per
+  stack;
+* apigw-to-sqs's timeout plus Lambda's 10 s init limit leaves a margin of
+  at least 2 s under the API Gateway integration timeout;
+* every S3 invoke permission names its bucket (`SourceArn`);
+* with `KmsKeyArn`, every queue and the payload bucket use that key; every
+  bucket refuses requests without TLS; the created stream's retention is a
+  parameter;
+* checkov finds nothing unsuppressed (with the defaults, and with offload
+  and a KMS key), and every suppression in the template has a reason;
+* negative tests: every check above fails on a mutated copy of the template
+  (a `sqs:*` action, a `*` resource, an open route, SAM's Kinesis and S3
+  events, a poller without reserved concurrency, ...), so a check that
+  passes everything is caught;
+* the dashboard and the outputs (scripts/check_dashboard.py): every metric
+  on the dashboard is one the code emits, with the namespace and dimensions
+  it emits them with (read from the Rust source), one row per function,
+  every queue and every alarm on it, the outputs a user needs; each with its
+  negative tests;
+* the replay command's policy (ReplayPolicy) grants exactly the actions its
+  README lists under "Permissions", none with a `*` action or resource (with
+  negative tests: an extra action, a `*` resource).
 
 Prints one line per check and a closing "N passed, N failed" line.
 Uses cfn-lint's own YAML loader (from the tools virtualenv).
 """
 
+import copy
+import json
 import os
 import re
+import subprocess
 import sys
 
 from cfnlint.decode import cfn_yaml
+
+import check_dashboard
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PSEUDO = {"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition",
@@ -128,11 +156,15 @@ def main():
         check(not wild, f"{name}: no wildcard SQS/S3/KMS/Secrets Manager permission" +
               (f": {wild}" if wild else ""))
 
+    replay_policy(tpl)
+
     open_routes = unauthenticated(tpl)
     check(not open_routes, "the HTTP endpoint is not open without auth by default" +
           (f": {open_routes}" if open_routes else ""))
 
+    hardening(tpl)
     negative_tests(tpl)
+    check_dashboard.run(tpl, ROOT, check)
 
     passed = sum(1 for ok, _ in results if ok)
     failed = len(results) - passed
@@ -160,6 +192,56 @@ def wildcards(props):
 
     walk(props.get("Policies", []), stmts)
     return wild
+
+
+def policy_statements(node):
+    """Every statement of a policy document, both branches of each Fn::If."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, dict) and "Effect" in n and "Action" in n:
+            found.append(n)
+
+    walk(node, visit)
+    return found
+
+
+def replay_actions_documented():
+    text = open(os.path.join(ROOT, "replay", "README.md"), encoding="utf-8").read()
+    section = text.split("## Permissions", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"`([a-z0-9]+:[A-Za-z]+)`", section))
+
+
+def replay_policy_problems(tpl):
+    """What is wrong with ReplayPolicy: missing, actions other than the
+    documented ones, or wildcards."""
+    res = tpl.get("Resources", {}).get("ReplayPolicy")
+    if not res or res.get("Type") != "AWS::IAM::ManagedPolicy":
+        return ["no AWS::IAM::ManagedPolicy ReplayPolicy"]
+    problems = []
+    granted = set()
+    for st in policy_statements(res.get("Properties", {}).get("PolicyDocument", {})):
+        actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+        resources = st.get("Resource", [])
+        resources = resources if isinstance(resources, list) else [resources]
+        for a in actions:
+            if not isinstance(a, str) or "*" in a:
+                problems.append(f"wildcard action {a}")
+            else:
+                granted.add(a)
+        if any(r == "*" for r in resources):
+            problems.append(f"{actions} on *")
+    documented = replay_actions_documented()
+    if granted != documented:
+        problems.append(f"granted {sorted(granted - documented)} not in replay/README.md, "
+                        f"documented {sorted(documented - granted)} not granted")
+    return problems
+
+
+def replay_policy(tpl):
+    problems = replay_policy_problems(tpl)
+    check(not problems, "ReplayPolicy grants what replay/README.md lists, no wildcard" +
+          (f": {problems}" if problems else ""))
 
 
 def resolve(tpl, node):
@@ -235,6 +317,17 @@ def negative_tests(tpl):
             policies.append({"Statement": [statement]})
             props["Policies"] = policies
             check(wildcards(props), f"negative: {name} with {what} fails the wildcard check")
+    for what, statement in [
+        ("an extra action", {"Effect": "Allow", "Action": "kinesis:PutRecord",
+                             "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/s"}),
+        ("a * resource", {"Effect": "Allow", "Action": "kinesis:GetRecords", "Resource": "*"}),
+        ("a sqs:* action", {"Effect": "Allow", "Action": ["sqs:*"],
+                            "Resource": "arn:aws:sqs:us-east-1:123456789012:q"}),
+    ]:
+        bad = copy.deepcopy(tpl)
+        doc = bad["Resources"]["ReplayPolicy"]["Properties"]["PolicyDocument"]
+        doc["Statement"] = list(doc["Statement"]) + [statement]
+        check(replay_policy_problems(bad), f"negative: ReplayPolicy with {what} fails its check")
     bad = copy.deepcopy(tpl)
     bad["Parameters"].setdefault("ApiAuth", {})["Default"] = "NONE"
     check(unauthenticated(bad), "negative: ApiAuth defaulting to NONE fails the auth check")
@@ -246,6 +339,272 @@ def negative_tests(tpl):
     bad = copy.deepcopy(tpl)
     bad["Resources"]["OpenUrl"] = {"Type": "AWS::Lambda::Url", "Properties": {"AuthType": "NONE"}}
     check(unauthenticated(bad), "negative: a function URL with AuthType NONE fails the auth check")
+    hardening_negative_tests(tpl)
+
+
+# ---- hardening (issue 17) ---------------------------------------------------
+
+BASIC_EXECUTION = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+KEY = "arn:aws:kms:us-east-1:111122223333:key/00000000-0000-0000-0000-000000000000"
+
+
+def sam_translate(tpl):
+    """The template as CloudFormation gets it from SAM (offline: code URIs
+    and the region are placeholders; no managed policy is looked up)."""
+    import logging
+
+    from samtranslator.translator.transform import transform
+
+    logging.disable(logging.WARNING)  # samtranslator's "unpublished metrics" notes
+    class NoLookups:
+        def load(self):
+            return {}
+
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    t = json.loads(json.dumps(tpl))
+    for r in t.get("Resources", {}).values():
+        if r.get("Type") == "AWS::Serverless::Function":
+            r.setdefault("Properties", {})["CodeUri"] = "s3://bucket/code.zip"
+    return transform(t, {}, NoLookups())
+
+
+def broad_resources(role):
+    """Managed policies other than basic logging, and `*` or account-wide
+    resources in a generated role's inline policies."""
+    found = [f"managed policy {m}" for m in role.get("Properties", {}).get("ManagedPolicyArns", [])
+             if m != BASIC_EXECUTION]
+
+    def stmts(node):
+        if isinstance(node, dict) and "Effect" in node and "Action" in node:
+            res_ = node.get("Resource", [])
+            for r in (res_ if isinstance(res_, list) else [res_]):
+                if isinstance(r, str) and (r == "*" or re.fullmatch(r"arn:[^:]*:[^:]*:[^:]*:[^:]*:([a-z-]+/)?\*", r)):
+                    found.append(f"{node['Action']} on {r}")
+
+    walk(role.get("Properties", {}).get("Policies", []), stmts)
+    return found
+
+
+def generated_roles(tpl):
+    out = sam_translate(tpl)
+    return {n: broad_resources(r) for n, r in out["Resources"].items() if r.get("Type") == "AWS::IAM::Role"}
+
+
+def roles_problems(tpl):
+    return {n: f for n, f in generated_roles(tpl).items() if f}
+
+
+def poller_problems(tpl):
+    """What lets two RabbitMQ drains overlap, or two stacks share a schedule."""
+    fn = tpl["Resources"].get("RabbitmqToSqsFunction", {}).get("Properties", {})
+    found = []
+    if fn.get("ReservedConcurrentExecutions") != 1:
+        found.append(f"ReservedConcurrentExecutions {fn.get('ReservedConcurrentExecutions')}")
+    if (fn.get("EventInvokeConfig") or {}).get("MaximumRetryAttempts") != 0:
+        found.append("asynchronous retries not off (EventInvokeConfig.MaximumRetryAttempts)")
+    schedules = [e for e in (fn.get("Events") or {}).values() if e.get("Type") in ("ScheduleV2", "Schedule")]
+    if not schedules:
+        found.append("no schedule")
+    for e in schedules:
+        props = e.get("Properties", {})
+        if (props.get("RetryPolicy") or {}).get("MaximumRetryAttempts") != 0:
+            found.append("scheduler retries not off")
+        name = json.dumps(props.get("Name"))
+        if "AWS::StackId" not in name and "AWS::StackName" not in name:
+            found.append(f"schedule name {props.get('Name')} is not unique per stack")
+    return found
+
+
+def api_timeout_problems(tpl):
+    """apigw-to-sqs must answer before API Gateway gives up, cold start included."""
+    res = tpl["Resources"]
+    g = tpl.get("Globals", {}).get("Function", {})
+    timeout = res["ApigwToSqsFunction"]["Properties"].get("Timeout", g.get("Timeout", 3))
+    found = []
+    integrations = [r for r in res.values() if r.get("Type") == "AWS::ApiGatewayV2::Integration"
+                    and "ApigwToSqsFunction" in json.dumps(r.get("Properties", {}).get("IntegrationUri"))]
+    if not integrations:
+        found.append("no integration")
+    for r in integrations:
+        limit = r["Properties"].get("TimeoutInMillis", 30000) / 1000
+        if timeout + 10 + 2 > limit:
+            found.append(f"Timeout {timeout} s + 10 s init + 2 s margin > {limit} s integration timeout")
+    return found
+
+
+def s3_permission_problems(tpl):
+    out = sam_translate(tpl)
+    return [n for n, r in out["Resources"].items()
+            if r.get("Type") == "AWS::Lambda::Permission"
+            and r["Properties"].get("Principal") == "s3.amazonaws.com"
+            and not r["Properties"].get("SourceArn")]
+
+
+def kms_problems(tpl):
+    """With KmsKeyArn set, what holds message data and does not use the key."""
+    t = copy.deepcopy(tpl)
+    t["Parameters"]["KmsKeyArn"]["Default"] = KEY
+    t["Parameters"]["OversizePolicy"]["Default"] = "offload"
+    found = []
+    for n, r in t["Resources"].items():
+        props = r.get("Properties", {})
+        if r.get("Type") == "AWS::SQS::Queue" and resolve(t, props.get("KmsMasterKeyId")) != KEY:
+            found.append(f"{n}: KmsMasterKeyId is not the key")
+    payload = t["Resources"].get("PayloadBucket", {}).get("Properties", {})
+    rules = (payload.get("BucketEncryption") or {}).get("ServerSideEncryptionConfiguration", [])
+    sse = [resolve(t, x) for x in rules]
+    if not any(isinstance(x, dict) and x.get("ServerSideEncryptionByDefault", {}).get("SSEAlgorithm") == "aws:kms"
+               and resolve(t, x["ServerSideEncryptionByDefault"].get("KMSMasterKeyID")) == KEY for x in sse):
+        found.append("PayloadBucket: not SSE-KMS with the key")
+    return found
+
+
+def tls_problems(tpl):
+    """Buckets without a policy that denies requests over plain HTTP."""
+    res = tpl["Resources"]
+    denied = set()
+    for r in res.values():
+        if r.get("Type") != "AWS::S3::BucketPolicy":
+            continue
+        bucket = r["Properties"].get("Bucket", {})
+        doc = json.dumps(r["Properties"].get("PolicyDocument", {}))
+        if '"Deny"' in doc and '"aws:SecureTransport": "false"' in doc and isinstance(bucket, dict):
+            denied.add(bucket.get("Ref"))
+    return [n for n, r in res.items() if r.get("Type") == "AWS::S3::Bucket" and n not in denied]
+
+
+def retention_problems(tpl):
+    stream = tpl["Resources"].get("Stream", {}).get("Properties", {})
+    ref = (stream.get("RetentionPeriodHours") or {})
+    p = tpl["Parameters"].get(ref.get("Ref", "") if isinstance(ref, dict) else "", {})
+    if not p:
+        return ["the stream's RetentionPeriodHours is not a parameter"]
+    return [] if int(p.get("Default", 0)) > 24 else [f"retention defaults to {p.get('Default')} h"]
+
+
+def checkov_skips_without_reason(tpl):
+    found = []
+    for n, r in tpl["Resources"].items():
+        for skip in ((r.get("Metadata") or {}).get("checkov") or {}).get("skip", []):
+            if not str(skip.get("comment", "")).strip():
+                found.append(f"{n}: {skip.get('id')}")
+    return found
+
+
+CHECKOV = os.path.join(ROOT, ".local", "checkov", "bin", "checkov")
+
+
+def checkov_failures(tpl, name):
+    """checkov's failed checks on `tpl` (written to .local/<name>.yaml)."""
+    import yaml
+
+    path = os.path.join(ROOT, ".local", f"{name}.yaml")
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    Dumper.add_representer(type(tpl), lambda d, m: d.represent_dict(dict(m)))
+    with open(path, "w", encoding="utf-8") as f:
+        yaml.dump(json.loads(json.dumps(tpl)), f, Dumper=Dumper, sort_keys=False)
+    run = subprocess.run([CHECKOV, "-f", path, "--framework", "cloudformation", "--compact", "--quiet",
+                          "--skip-download", "-o", "json"], capture_output=True, text=True, timeout=600)
+    try:
+        report = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return [f"checkov did not run: {run.stderr.strip()[-300:]}"]
+    report = report[0] if isinstance(report, list) else report
+    if "results" not in report:
+        return [] if report.get("failed", 0) == 0 else [str(report)]
+    return [f"{r['check_id']} {r['resource']}" for r in report["results"].get("failed_checks", [])]
+
+
+def offload_with_key(tpl):
+    t = copy.deepcopy(tpl)
+    t["Parameters"]["OversizePolicy"]["Default"] = "offload"
+    t["Parameters"]["KmsKeyArn"]["Default"] = KEY
+    return t
+
+
+def hardening(tpl):
+    problems = roles_problems(tpl)
+    check(generated_roles(tpl) and not problems,
+          "generated roles: no managed policy but basic logging, no `*` or account-wide resource" +
+          (f": {problems}" if problems else ""))
+    p = poller_problems(tpl)
+    check(not p, "the RabbitMQ poller drains one at a time (reserved concurrency 1, no retries, a schedule name per stack)" + (f": {p}" if p else ""))
+    p = api_timeout_problems(tpl)
+    check(not p, "apigw-to-sqs answers before API Gateway's timeout, cold start included" + (f": {p}" if p else ""))
+    p = s3_permission_problems(tpl)
+    check(not p, "every S3 invoke permission names its bucket (SourceArn)" + (f": {p}" if p else ""))
+    p = kms_problems(tpl)
+    check(not p, "with KmsKeyArn, every queue and the payload bucket use the key" + (f": {p}" if p else ""))
+    p = tls_problems(offload_with_key(tpl))
+    check(not p, "every bucket refuses requests without TLS" + (f": {p}" if p else ""))
+    p = retention_problems(tpl)
+    check(not p, "the created stream's retention is a parameter, longer than a day by default" + (f": {p}" if p else ""))
+    p = checkov_skips_without_reason(tpl)
+    check(not p, "every checkov suppression gives its reason" + (f": {p}" if p else ""))
+    if os.path.exists(CHECKOV):
+        p = checkov_failures(tpl, "checkov-defaults")
+        check(not p, "checkov: nothing unsuppressed with the defaults" + (f": {p}" if p else ""))
+        p = checkov_failures(offload_with_key(tpl), "checkov-offload-kms")
+        check(not p, "checkov: nothing unsuppressed with offload and a KMS key" + (f": {p}" if p else ""))
+    else:
+        check(False, f"checkov is installed ({CHECKOV}; scripts/check-template.sh installs it)")
+
+
+def hardening_negative_tests(tpl):
+    """Each hardening check fails on a copy that breaks it."""
+    res = "Resources"
+    bad = copy.deepcopy(tpl)
+    bad[res]["KinesisToSqsFunction"]["Properties"]["Events"] = {"Stream": {"Type": "Kinesis", "Properties": {
+        "Stream": {"Fn::GetAtt": ["Stream", "Arn"]}, "StartingPosition": "LATEST"}}}
+    check(roles_problems(bad), "negative: SAM's Kinesis event (AWSLambdaKinesisExecutionRole) fails the role check")
+    bad = copy.deepcopy(tpl)
+    bad[res]["RabbitmqToSqsFunction"]["Properties"]["Policies"].append(
+        {"Statement": [{"Effect": "Allow", "Action": "kinesis:GetRecords",
+                        "Resource": "arn:aws:kinesis:us-east-1:123456789012:stream/*"}]})
+    check(roles_problems(bad), "negative: an account-wide stream/* resource fails the role check")
+    for what, mutate in [
+        ("without reserved concurrency", lambda p: p.pop("ReservedConcurrentExecutions")),
+        ("with asynchronous retries", lambda p: p["EventInvokeConfig"].update(MaximumRetryAttempts=2)),
+        ("with SAM's default schedule name", lambda p: p["Events"]["Poll"]["Properties"].pop("Name")),
+    ]:
+        bad = copy.deepcopy(tpl)
+        mutate(bad[res]["RabbitmqToSqsFunction"]["Properties"])
+        check(poller_problems(bad), f"negative: the poller {what} fails the one-drain check")
+    bad = copy.deepcopy(tpl)
+    bad[res]["ApigwToSqsFunction"]["Properties"]["Timeout"] = 29
+    check(api_timeout_problems(bad), "negative: apigw-to-sqs with Timeout 29 fails the gateway-timeout check")
+    bad = copy.deepcopy(tpl)
+    bad[res]["S3ToSqsFunction"]["Properties"]["Events"] = {"Objects": {"Type": "S3", "Properties": {
+        "Bucket": {"Ref": "InputBucket"}, "Events": ["s3:ObjectCreated:*"]}}}
+    bad[res]["InputBucket"]["Properties"].pop("NotificationConfiguration")
+    bad[res]["InputBucket"].pop("DependsOn")
+    check(s3_permission_problems(bad), "negative: SAM's S3 event (account-wide permission) fails the SourceArn check")
+    bad = copy.deepcopy(tpl)
+    props = bad[res]["FailureQueue"]["Properties"]
+    props.pop("KmsMasterKeyId")
+    props["SqsManagedSseEnabled"] = True
+    check(kms_problems(bad), "negative: an on-failure queue without the key fails the KMS check")
+    bad = copy.deepcopy(tpl)
+    bad[res]["PayloadBucket"]["Properties"]["BucketEncryption"] = {"ServerSideEncryptionConfiguration": [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
+    check(kms_problems(bad), "negative: an SSE-S3 payload bucket fails the KMS check")
+    for policy in ("InputBucketTlsOnly", "PayloadBucketTlsOnly"):
+        bad = copy.deepcopy(tpl)
+        bad[res].pop(policy)
+        check(tls_problems(offload_with_key(bad)), f"negative: without {policy} the TLS check fails")
+    bad = copy.deepcopy(tpl)
+    bad[res]["Stream"]["Properties"].pop("RetentionPeriodHours")
+    check(retention_problems(bad), "negative: a stream without a retention parameter fails the retention check")
+    bad = copy.deepcopy(tpl)
+    bad[res]["InputBucket"]["Metadata"]["checkov"]["skip"][0]["comment"] = " "
+    check(checkov_skips_without_reason(bad), "negative: a checkov suppression without a reason fails")
+    if os.path.exists(CHECKOV):
+        bad = copy.deepcopy(tpl)
+        bad[res]["InputBucket"].pop("Metadata")
+        check(checkov_failures(bad, "checkov-negative"), "negative: checkov fails the input bucket without its suppressions")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ to the first request for an event) and the EMF metrics the function wrote.
     lambda_harness.py --binary target/debug/kinesis-to-sqs \
         --env QUEUE_URL=... --timeout 30 events/kinesis.json [more.json ...]
 
+`--runner` runs the binary under another program, e.g. an arm64 bootstrap
+on an x86_64 machine: `--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu"`.
+The summary line also names the EMF namespaces and dimension sets the
+function wrote.
+
 Standard library only; stops the function when the events are done.
 """
 
@@ -127,6 +132,7 @@ def main():
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for the function")
     ap.add_argument("--timeout", type=float, default=30.0, help="the function's timeout, seconds")
     ap.add_argument("--name", default=None, help="function name (default: the binary's)")
+    ap.add_argument("--runner", default="", help="a command to run the binary under (split on spaces)")
     ap.add_argument("events", nargs="+", help="JSON files, one event each")
     args = ap.parse_args()
 
@@ -153,7 +159,7 @@ def main():
         k, _, v = kv.partition("=")
         env[k] = v
     started = time.monotonic()
-    proc = subprocess.Popen([args.binary], env=env, stdout=subprocess.PIPE, stderr=sys.stderr)
+    proc = subprocess.Popen(args.runner.split() + [args.binary], env=env, stdout=subprocess.PIPE, stderr=sys.stderr)
     emf = []
 
     def read_stdout():
@@ -186,7 +192,12 @@ def main():
     for r in runtime.results:
         print(json.dumps(r))
     totals = {}
+    namespaces, dimensions = set(), set()
     for doc in emf:
+        for directive in doc["_aws"]["CloudWatchMetrics"]:
+            namespaces.add(directive.get("Namespace"))
+            for dims in directive.get("Dimensions", []):
+                dimensions.add(tuple((d, str(doc.get(d))) for d in dims))
         for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
             totals[m["Name"]] = totals.get(m["Name"], 0) + doc.get(m["Name"], 0)
     summary = {
@@ -198,6 +209,8 @@ def main():
         "init_error": runtime.init_error,
         "exited_early": exited,
         "metrics": totals,
+        "emf_namespaces": sorted(namespaces),
+        "emf_dimensions": [dict(d) for d in sorted(dimensions)],
     }
     print(json.dumps(summary))
     ok = runtime.init_error is None and len(runtime.results) == len(events)

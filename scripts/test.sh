@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command: template checks, formatting, lints, unit,
-# property, fault and end-to-end tests. Installs and starts what it needs: the
-# local SQS/S3/Secrets Manager endpoint (moto), RabbitMQ, cfn-lint and SAM.
+# property, fault and end-to-end tests, the README's cargo-lambda commands,
+# and `sam build` with its artifacts run. Installs and starts what it needs:
+# the local SQS/S3/Secrets Manager endpoint (moto), RabbitMQ, cfn-lint, SAM,
+# cargo-lambda, the arm64 Rust target and qemu-user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,13 +22,21 @@ echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test (local SQS at $endpoint)"
 cargo test --workspace 2>&1 | tee .local/test.log
+echo "== the README's cargo-lambda commands (scripts/readme-cargo-lambda.sh)"
+scripts/readme-cargo-lambda.sh 2>&1 | tee .local/cargo-lambda.log
 echo "== bench smoke (bench/run.sh --smoke: tiny workloads, debug builds; it reports figures, asserts no speed)"
 bench/run.sh --smoke 2>&1 | tee .local/bench-smoke.log
 echo "== soak smoke (bench/soak.sh --smoke: 2,000 records per function and queue, 30% faults; fails if anything is lost)"
 bench/soak.sh --smoke 2>&1 | tee .local/soak-smoke.log
+echo "== sam build, and each built bootstrap run (scripts/deploy-build.sh; CI_SKIP_DEPLOY_BUILD=1 skips it)"
+scripts/deploy-build.sh 2>&1 | tee .local/deploy-build.log
 # One closing line for the whole run (the template checks count too).
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^template: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      /^bench: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      /^soak: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
-     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log .local/template.log .local/bench-smoke.log .local/soak-smoke.log
+     /^cargo-lambda: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
+     /^deploy-build: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
+     /^deploy-build: skipped/ { i += 1 }
+     END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log .local/template.log \
+  .local/bench-smoke.log .local/soak-smoke.log .local/cargo-lambda.log .local/deploy-build.log

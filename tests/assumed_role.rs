@@ -3,7 +3,9 @@
 //! A queue created in the role's account is therefore found only by requests
 //! signed with the role's credentials: the function's own ("test", account
 //! 123456789012) get `QueueDoesNotExist`. That makes "the forwarder sent as
-//! the role" something the local SQS can tell.
+//! the role" something the local SQS can tell. (S3 in moto lets any
+//! account read any bucket, so which credentials s3-to-sqs reads objects
+//! with is checked on the client's credentials instead.)
 
 use aws_config::BehaviorVersion;
 use aws_sdk_sqs::config::{Credentials, Region};
@@ -95,4 +97,49 @@ async fn messages_reach_a_queue_in_the_role_account_only_as_the_role() {
         .collect();
     bodies.sort();
     assert_eq!(bodies, ["as-role-0", "as-role-1", "as-role-2"]);
+}
+
+/// s3-to-sqs lines mode: with `ASSUME_ROLE_ARN`, objects are still read with
+/// the function's own credentials (the role is for the queue; the input
+/// bucket and its `s3:GetObject` grant belong to the function's own role).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_to_sqs_reads_objects_as_itself_not_as_the_role() {
+    use aws_credential_types::provider::ProvideCredentials;
+    let role_arn = format!("arn:aws:iam::{ROLE_ACCOUNT}:role/e2e-reader");
+    let c = config(&[
+        ("QUEUE_URL", "http://127.0.0.1:1/0/placeholder"),
+        ("ASSUME_ROLE_ARN", &role_arn),
+    ]);
+    let as_role = assume_role(
+        function_sdk().await,
+        c.assume_role.as_ref().expect("a role"),
+    )
+    .await
+    .expect("moto's STS lets anyone assume any role");
+    let key_of = |sdk: aws_config::SdkConfig| async move {
+        sdk.credentials_provider()
+            .expect("a credentials provider")
+            .provide_credentials()
+            .await
+            .expect("credentials")
+            .access_key_id()
+            .to_owned()
+    };
+    let own_key =
+        std::env::var("AWS_ACCESS_KEY_ID").expect("AWS_ACCESS_KEY_ID is set for the tests");
+    let role_key = key_of(as_role.clone()).await;
+    assert_ne!(
+        role_key, own_key,
+        "moto gives the role credentials of its own"
+    );
+    // With the role: the function's own credentials read the objects.
+    assert_eq!(
+        key_of(s3_to_sqs::reader_sdk(&as_role, true).await).await,
+        own_key
+    );
+    // Without a role: the one configuration there is.
+    assert_eq!(
+        key_of(s3_to_sqs::reader_sdk(&function_sdk().await, false).await).await,
+        "test"
+    );
 }

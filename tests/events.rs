@@ -35,6 +35,29 @@ fn parse(name: &str, text: &str) -> Result<String, String> {
             return Err(format!("{name}: no records"));
         }
         "S3Event"
+    } else if name.starts_with("replay-kinesis-") {
+        // Lambda's on-failure record of a Kinesis batch: metadata only.
+        let v: serde_json::Value = serde_json::from_str(text).map_err(e)?;
+        let info = &v["KinesisBatchInfo"];
+        for field in [
+            "shardId",
+            "startSequenceNumber",
+            "endSequenceNumber",
+            "streamArn",
+        ] {
+            if !info[field].is_string() {
+                return Err(format!("{name}: KinesisBatchInfo.{field} missing"));
+            }
+        }
+        "on-failure record (KinesisBatchInfo)"
+    } else if name.starts_with("replay-s3-") {
+        // Lambda's asynchronous invocation record: the original S3 event.
+        let v: serde_json::Value = serde_json::from_str(text).map_err(e)?;
+        let ev: S3Event = serde_json::from_value(v["requestPayload"].clone()).map_err(e)?;
+        if ev.records.is_empty() || v["requestContext"]["condition"].as_str().is_none() {
+            return Err(format!("{name}: no records or no condition"));
+        }
+        "invocation record (requestPayload: S3Event)"
     } else if name.starts_with("apigw-") {
         lambda_http::request::from_str(text).map_err(e)?;
         "API Gateway / function URL request"

@@ -714,3 +714,104 @@ async fn an_amazon_mq_batch_lands_in_sqs_with_its_properties() {
         .expect("the binary body arrives base64-encoded and marked");
     assert_eq!(png.0, "iVBORw0KGgoA");
 }
+
+/// A dead-lettered message (RabbitMQ's `x-death`, `x-first-death-*`, ...
+/// on top of the publisher's headers, one of them a name SQS refuses) with
+/// a routing key longer than a FIFO group id may be: every one reaches SQS,
+/// nine attributes of their own and the rest in `amqp.headers`, its group id
+/// hashed. (Before: rejected as `TooManyAttributes` / `InvalidAttributeName`
+/// / `InvalidGroupId`, and without a dead-letter exchange, gone.)
+#[tokio::test(flavor = "multi_thread")]
+async fn headers_never_cost_a_message_even_dead_lettered_with_a_long_routing_key() {
+    let mut broker = Broker::new().await;
+    // The dead-letter routing key is "<queue>.dlq": well over 128 characters.
+    let queue = broker
+        .queue(&format!("rmq-e2e-fold-{}", "k".repeat(140)), true)
+        .await;
+    let dlq = format!("{queue}.dlq");
+    assert!(dlq.len() > 128);
+    for i in 0..3 {
+        let mut headers = BTreeMap::new();
+        for (name, value) in [
+            ("tenant", "acme"),
+            ("trace-id", "t-1"),
+            ("region", "eu"),
+            ("has space", "refused by SQS as a name"),
+            ("AWS.trace", "reserved by SQS"),
+        ] {
+            headers.insert(ShortString::from(name), text_header(value));
+        }
+        headers.insert(ShortString::from("attempt"), AMQPValue::LongInt(i));
+        let props = BasicProperties::default()
+            .with_message_id(ShortString::from(format!("m-{i}")))
+            .with_headers(FieldTable::from(headers));
+        broker
+            .publish(&queue, format!("dead-{i}").as_bytes(), props)
+            .await;
+    }
+    // Dead-letter them for real: exactly-once rejects messages without a
+    // correlation id, and the queue's dead-letter exchange takes them.
+    let rejecting = function(
+        &[
+            ("RABBITMQ_URL", &amqp_url()),
+            ("RABBITMQ_QUEUES", &queue),
+            ("DELIVERY_MODE", "exactly-once"),
+        ],
+        fake_forwarder(FakeSqs::default(), true),
+    );
+    let q = poll(&rejecting).await.queues[0].clone();
+    assert_eq!((q.received, q.rejected), (3, 3), "{q:?}");
+    assert_eq!(broker.ready(&dlq).await, 3);
+
+    // Now drain the dead-letter queue into a FIFO queue, HEADER_ATTRIBUTES=all.
+    let sqs = client();
+    let url = create_queue(&sqs, "rmq-e2e-fold.fifo", &[]).await;
+    let f = function(
+        &[("RABBITMQ_URL", &amqp_url()), ("RABBITMQ_QUEUES", &dlq)],
+        sqs_forwarder(&url).await,
+    );
+    let q = poll(&f).await.queues[0].clone();
+    assert_eq!((q.received, q.sent, q.rejected), (3, 3, 0), "{q:?}");
+    assert_eq!(broker.ready(&dlq).await, 0);
+
+    let received = drain(&sqs, &url, 3).await;
+    let mut bodies: Vec<&str> = received.iter().map(|m| m.body().expect("body")).collect();
+    bodies.sort_unstable();
+    assert_eq!(bodies, ["dead-0", "dead-1", "dead-2"]);
+    for m in &received {
+        let attrs = attributes(m);
+        // amqp.routing-key, five publisher headers and x-death,
+        // x-first-death-queue, -reason of their own (x-first-death-exchange
+        // is empty, the default exchange: no SQS form), then amqp.headers.
+        assert_eq!(attrs.len(), 9, "{:?}", attrs.keys());
+        let (kind, folded) = attrs.get("amqp.headers").expect("the folded headers");
+        assert_eq!(kind, "String");
+        let folded: Value = serde_json::from_slice(folded).expect("JSON");
+        let folded = folded.as_object().expect("an object");
+        // Every header is there, in an attribute of its own or folded.
+        let mut names: HashSet<&str> = attrs.keys().map(String::as_str).collect();
+        names.extend(folded.keys().map(String::as_str));
+        for h in [
+            "tenant",
+            "trace-id",
+            "region",
+            "has space",
+            "AWS.trace",
+            "attempt",
+            "x-death",
+            "x-first-death-queue",
+            "x-first-death-reason",
+        ] {
+            assert!(names.contains(h), "{h} is missing: {names:?}");
+        }
+        assert_eq!(folded["has space"], "refused by SQS as a name");
+        assert_eq!(folded["AWS.trace"], "reserved by SQS");
+        // The group id: the routing key, hashed (it is too long for SQS).
+        let group = m
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
+            .expect("a group id");
+        assert!(group.starts_with("sha256:") && group.len() == 71, "{group}");
+    }
+    broker.cleanup().await;
+}

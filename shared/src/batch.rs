@@ -69,6 +69,29 @@ pub fn next_batch<'a>(
     order: FifoOrder,
     busy: impl Fn(&str) -> bool,
 ) -> Vec<usize> {
+    pick(candidates, limits, order, busy).indices
+}
+
+/// A batch [`pick`] chose.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Picked {
+    /// The candidates' indices, in input order.
+    pub indices: Vec<usize>,
+    /// Whether a limit closed the batch (the entry count, the byte cap, or a
+    /// candidate's lowered batch size): no message that comes later in the
+    /// input could join it. When `false`, the candidates ran out first, and a
+    /// streaming caller that can still read more input should read it before
+    /// sending, so that the call is as full as the input order allows.
+    pub closed: bool,
+}
+
+/// [`next_batch`], also telling whether the batch is closed.
+pub fn pick<'a>(
+    candidates: impl IntoIterator<Item = Candidate<'a>>,
+    limits: &Limits,
+    order: FifoOrder,
+    busy: impl Fn(&str) -> bool,
+) -> Picked {
     let mut picked = Vec::new();
     let mut bytes = 0usize;
     let mut cap = limits.max_entries.max(1);
@@ -91,7 +114,10 @@ pub fn next_batch<'a>(
         }
         let new_cap = cap.min(c.max_batch.max(1));
         if picked.len() + 1 > new_cap || bytes + c.size > limits.max_request_bytes {
-            break;
+            return Picked {
+                indices: picked,
+                closed: true,
+            };
         }
         picked.push(c.index);
         bytes += c.size;
@@ -101,10 +127,16 @@ pub fn next_batch<'a>(
         }
         // Full: no later candidate could join, so stop scanning.
         if picked.len() >= cap {
-            break;
+            return Picked {
+                indices: picked,
+                closed: true,
+            };
         }
     }
-    picked
+    Picked {
+        indices: picked,
+        closed: false,
+    }
 }
 
 /// Split sizes, in order, into calls: the plan [`next_batch`] follows when

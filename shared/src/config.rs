@@ -13,7 +13,7 @@ use crate::limits::{MAX_BATCH_ENTRIES, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, MIN
 use crate::message::Attribute;
 use crate::offload::{self, OffloadSettings, SizeAttribute};
 use crate::retry::RetryPolicy;
-use crate::send::OversizePolicy;
+use crate::send::{OversizePolicy, Window};
 
 /// A configuration value that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,6 +110,9 @@ pub struct Config {
     pub max_batch_bytes: usize,
     /// Calls in flight (`MAX_IN_FLIGHT`).
     pub max_in_flight: usize,
+    /// The most messages and bytes held at once (`WINDOW_MESSAGES`,
+    /// `WINDOW_BYTES`).
+    pub window: Window,
     /// Retries (`RETRY_MAX_ATTEMPTS`, `RETRY_BASE_DELAY_MS`, `RETRY_MAX_DELAY_MS`).
     pub retry: RetryPolicy,
     /// Per-call timeout (`CALL_TIMEOUT_MS`).
@@ -162,6 +165,8 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("FALLBACK_MESSAGE_BYTES", "1048576"),
     ("MAX_BATCH_BYTES", "1048576"),
     ("MAX_IN_FLIGHT", ""),
+    ("WINDOW_MESSAGES", "1000"),
+    ("WINDOW_BYTES", "8388608"),
     ("RETRY_MAX_ATTEMPTS", "5"),
     ("RETRY_BASE_DELAY_MS", "50"),
     ("RETRY_MAX_DELAY_MS", "2000"),
@@ -550,6 +555,11 @@ impl Config {
             Some(v) => v as usize,
             None => default_max_in_flight(memory_mb(&r)),
         };
+        let window = Window {
+            max_messages: r.required_number("WINDOW_MESSAGES", 1, 1_000_000, "")? as usize,
+            max_bytes: r.required_number("WINDOW_BYTES", 1_048_576, 1_073_741_824, " bytes")?
+                as usize,
+        };
         let max_attempts = r.required_number("RETRY_MAX_ATTEMPTS", 1, 20, "")? as u32;
         let base = r.required_number("RETRY_BASE_DELAY_MS", 1, 60_000, " ms")?;
         let max = r.required_number("RETRY_MAX_DELAY_MS", 1, 300_000, " ms")?;
@@ -620,6 +630,7 @@ impl Config {
             fallback_message_bytes,
             max_batch_bytes,
             max_in_flight,
+            window,
             retry: RetryPolicy {
                 max_attempts,
                 base_delay: Duration::from_millis(base),

@@ -285,7 +285,7 @@ pub fn check_attribute(a: &Attribute) -> Result<(), Failure> {
     }
     let (base, custom) = match a.data_type.split_once('.') {
         Some((b, c)) => (b, Some(c)),
-        None => (a.data_type.as_str(), None),
+        None => (a.data_type.as_ref(), None),
     };
     let kind_ok = matches!(
         (base, &a.value),

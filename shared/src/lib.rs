@@ -31,6 +31,8 @@
 //! size) → oversize policy ([`send`], [`offload`] to S3) → [`batch`] (pack) → [`transport`]
 //! (call) → [`retry`] → [`outcome`]. [`config`] and [`queue`] set it up from
 //! environment variables; [`observability`] and [`metrics`] report on it.
+//! [`receive`] reads a queue, for tools that take messages back out of one
+//! (the replay command and the on-failure queue).
 //!
 //! ## In a Lambda function
 //!
@@ -95,6 +97,7 @@ pub mod observability;
 pub mod offload;
 pub mod outcome;
 pub mod queue;
+pub mod receive;
 pub mod retry;
 pub mod send;
 pub mod sink;
@@ -110,10 +113,11 @@ pub use env::Env;
 pub use limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
 pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
-pub use outcome::{Failure, MessageOutcome, Outcome, Summary};
+pub use outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
 pub use queue::{SetupError, connect};
+pub use receive::{QueueReader, ReceiveError, Received};
 pub use retry::RetryPolicy;
-pub use send::{Forwarder, OversizePolicy, SendSettings};
+pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
 pub use sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
 pub use transport::{SqsTransport, Transport};
 

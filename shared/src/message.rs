@@ -6,6 +6,8 @@
 //! number, an AMQP delivery tag, an index into an HTTP body) that comes back
 //! untouched with the message's [`Outcome`](crate::Outcome).
 
+use std::borrow::Cow;
+
 /// The body of a message before encoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
@@ -64,48 +66,51 @@ pub enum AttributeValue {
 /// A typed message attribute.
 ///
 /// `data_type` is `String`, `Number` or `Binary`, optionally followed by a
-/// custom suffix (`Number.float`); the constructors fill it in.
+/// custom suffix (`Number.float`); the constructors fill it in. Names and
+/// data types are [`Cow<'static, str>`](Cow): the names a source gives
+/// every message (`kinesis.partitionKey`) and the three base types cost no
+/// allocation per message; names read at run time (AMQP headers) are owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attribute {
     /// The attribute name (1..256 of `A-Za-z0-9_-.`).
-    pub name: String,
+    pub name: Cow<'static, str>,
     /// The data type as SQS sees it, e.g. `String` or `Number.int`.
-    pub data_type: String,
+    pub data_type: Cow<'static, str>,
     /// The value.
     pub value: AttributeValue,
 }
 
 impl Attribute {
     /// A `String` attribute.
-    pub fn string(name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn string(name: impl Into<Cow<'static, str>>, value: impl Into<String>) -> Self {
         Attribute {
             name: name.into(),
-            data_type: "String".into(),
+            data_type: Cow::Borrowed("String"),
             value: AttributeValue::String(value.into()),
         }
     }
 
     /// A `Number` attribute; the value is the number's text (`"42"`, `"-1.5e3"`).
-    pub fn number(name: impl Into<String>, value: impl ToString) -> Self {
+    pub fn number(name: impl Into<Cow<'static, str>>, value: impl ToString) -> Self {
         Attribute {
             name: name.into(),
-            data_type: "Number".into(),
+            data_type: Cow::Borrowed("Number"),
             value: AttributeValue::Number(value.to_string()),
         }
     }
 
     /// A `Binary` attribute.
-    pub fn binary(name: impl Into<String>, value: impl Into<Vec<u8>>) -> Self {
+    pub fn binary(name: impl Into<Cow<'static, str>>, value: impl Into<Vec<u8>>) -> Self {
         Attribute {
             name: name.into(),
-            data_type: "Binary".into(),
+            data_type: Cow::Borrowed("Binary"),
             value: AttributeValue::Binary(value.into()),
         }
     }
 
     /// Replace the data type with a custom one (`"Number.float"`); its base
     /// must match the value's kind, which [`crate::encode`] checks.
-    pub fn with_data_type(mut self, data_type: impl Into<String>) -> Self {
+    pub fn with_data_type(mut self, data_type: impl Into<Cow<'static, str>>) -> Self {
         self.data_type = data_type.into();
         self
     }
@@ -173,5 +178,17 @@ impl<P> Message<P> {
     pub fn delay_seconds(mut self, seconds: i32) -> Self {
         self.delay_seconds = Some(seconds);
         self
+    }
+
+    /// The same message with its position mapped by `f`.
+    pub fn map_position<Q>(self, f: impl FnOnce(P) -> Q) -> Message<Q> {
+        Message {
+            body: self.body,
+            attributes: self.attributes,
+            group_id: self.group_id,
+            deduplication_id: self.deduplication_id,
+            delay_seconds: self.delay_seconds,
+            position: f(self.position),
+        }
     }
 }

@@ -333,7 +333,7 @@ mod tests {
         assert!(entry.encoded);
         let p = pointer_entry(&entry, "b-1", "k1", SizeAttribute::Extended).expect("fits");
         assert_eq!(p.body, pointer_body("b-1", "k1"));
-        let names: Vec<&str> = p.attributes.iter().map(|a| a.name.as_str()).collect();
+        let names: Vec<&str> = p.attributes.iter().map(|a| a.name.as_ref()).collect();
         assert_eq!(
             names,
             ["k", "sqs-forwarder.encoding", "ExtendedPayloadSize"]

@@ -7,6 +7,82 @@
 
 use std::fmt;
 
+/// Why a message did not reach SQS, in the terms an event source acts on:
+/// dead-letter it, answer the client, ask for it again later, or leave it
+/// where it is until the deployment is fixed. Every failure code has its
+/// cause here, in one place ([`Cause::of`]); the functions match on the
+/// cause, never on codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Cause {
+    /// The message itself: SQS will never take it as it is (its body, an
+    /// attribute, an id, a delay, a KPL aggregate that cannot be read).
+    Content,
+    /// Too large for the queue under the chosen oversize policy.
+    TooLarge,
+    /// SQS asked to slow down; a later retry can succeed.
+    Throttled,
+    /// Anything else a later retry can fix: the deadline, SQS unavailable, a
+    /// connection, a FIFO group blocked behind an earlier message.
+    Transient,
+    /// The deployment, not the message: access denied, a missing queue, a
+    /// KMS key, a request the configuration makes invalid. Retrying the
+    /// message does not help; fixing the deployment does, so a source must
+    /// keep the message (never dead-letter or skip it).
+    Deployment,
+}
+
+/// Codes about a message's own content: the shared crate's checks and SQS's
+/// entry errors about content. A function that finds a fault of its own in
+/// a message says so with [`Failure::content`].
+const CONTENT_CODES: &[&str] = &[
+    "EmptyBody",
+    "InvalidMessageContents",
+    "InvalidAttributeName",
+    "InvalidAttributeType",
+    "InvalidAttributeValue",
+    "TooManyAttributes",
+    "InvalidGroupId",
+    "InvalidDeduplicationId",
+    "MissingGroupId",
+    "MissingDeduplicationId",
+    "InvalidDelay",
+    "InvalidParameterValue",
+];
+
+/// Codes about a message's size.
+const SIZE_CODES: &[&str] = &["MessageTooLarge", "MessageTooLong", "BatchRequestTooLong"];
+
+impl Cause {
+    /// The cause of a failure with this code (the `AWS.SimpleQueueService.`
+    /// prefix ignored) and retryability: retryable ones are throttling or
+    /// transient; permanent ones are about the content, the size, or else
+    /// the deployment (an unknown permanent code is never blamed on the
+    /// message).
+    pub fn of(code: &str, retryable: bool) -> Cause {
+        let code = crate::retry::bare_code(code);
+        if retryable {
+            if crate::retry::is_throttling(code) {
+                Cause::Throttled
+            } else {
+                Cause::Transient
+            }
+        } else if SIZE_CODES.contains(&code) {
+            Cause::TooLarge
+        } else if CONTENT_CODES.contains(&code) {
+            Cause::Content
+        } else {
+            Cause::Deployment
+        }
+    }
+
+    /// Whether the message is at fault (content or size): what a source may
+    /// dead-letter or skip.
+    pub fn is_message_fault(self) -> bool {
+        matches!(self, Cause::Content | Cause::TooLarge)
+    }
+}
+
 /// Why a message did not reach SQS.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
@@ -20,24 +96,41 @@ pub struct Failure {
     /// forwarder has already retried as often as configured; this tells the
     /// event source whether to redeliver or dead-letter the message.
     pub retryable: bool,
+    /// Why, in the terms a source acts on ([`Cause::of`] the code).
+    pub cause: Cause,
 }
 
 impl Failure {
+    /// A failure with this code and retryability, its cause from the code.
+    pub fn new(code: impl Into<String>, message: impl Into<String>, retryable: bool) -> Self {
+        let code = code.into();
+        Failure {
+            cause: Cause::of(&code, retryable),
+            code,
+            message: message.into(),
+            retryable,
+        }
+    }
+
     /// A failure a retry cannot fix.
     pub fn permanent(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Failure {
-            code: code.into(),
-            message: message.into(),
-            retryable: false,
-        }
+        Failure::new(code, message, false)
     }
 
     /// A failure a later retry may fix.
     pub fn transient(code: impl Into<String>, message: impl Into<String>) -> Self {
+        Failure::new(code, message, true)
+    }
+
+    /// A failure of the message's own content that a function found (a
+    /// record it cannot read), whatever its code: permanent,
+    /// [`Cause::Content`].
+    pub fn content(code: impl Into<String>, message: impl Into<String>) -> Self {
         Failure {
             code: code.into(),
             message: message.into(),
-            retryable: true,
+            retryable: false,
+            cause: Cause::Content,
         }
     }
 }
@@ -134,5 +227,53 @@ impl Summary {
     /// Whether any message failed.
     pub fn any_failed(&self) -> bool {
         self.failed_retryable + self.failed_permanent > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_one_cause() {
+        let cases = [
+            ("RequestThrottled", true, Cause::Throttled),
+            (
+                "AWS.SimpleQueueService.RequestThrottled",
+                true,
+                Cause::Throttled,
+            ),
+            ("KmsThrottled", true, Cause::Throttled),
+            ("InternalError", true, Cause::Transient),
+            ("DeadlineExceeded", true, Cause::Transient),
+            ("GroupBlocked", true, Cause::Transient),
+            ("MessageTooLarge", false, Cause::TooLarge),
+            (
+                "AWS.SimpleQueueService.MessageTooLong",
+                false,
+                Cause::TooLarge,
+            ),
+            ("BatchRequestTooLong", false, Cause::TooLarge),
+            ("EmptyBody", false, Cause::Content),
+            ("InvalidParameterValue", false, Cause::Content),
+            ("MissingDeduplicationId", false, Cause::Content),
+            ("InvalidDelay", false, Cause::Content),
+            ("AccessDenied", false, Cause::Deployment),
+            (
+                "AWS.SimpleQueueService.NonExistentQueue",
+                false,
+                Cause::Deployment,
+            ),
+            ("KmsAccessDenied", false, Cause::Deployment),
+            ("SomethingNew", false, Cause::Deployment),
+        ];
+        for (code, retryable, cause) in cases {
+            assert_eq!(Cause::of(code, retryable), cause, "{code}");
+            assert_eq!(Failure::new(code, "m", retryable).cause, cause, "{code}");
+        }
+        assert!(Cause::Content.is_message_fault() && Cause::TooLarge.is_message_fault());
+        assert!(!Cause::Deployment.is_message_fault() && !Cause::Transient.is_message_fault());
+        let kpl = Failure::content("KplChecksumMismatch", "bad aggregate");
+        assert_eq!((kpl.cause, kpl.retryable), (Cause::Content, false));
     }
 }

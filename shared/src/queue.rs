@@ -334,6 +334,7 @@ pub fn settings_for(config: &Config, queue: &QueueInfo) -> (SendSettings, Encode
         SendSettings {
             limits: limits_for(config, queue),
             max_in_flight: config.max_in_flight,
+            window: config.window,
             retry: config.retry,
             oversize: config.oversize,
             fifo_order: config.fifo_order,

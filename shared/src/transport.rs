@@ -54,15 +54,15 @@ pub enum EntryResult {
 impl EntryResult {
     /// The failure this entry result stands for, classified.
     pub fn failure(code: &str, message: &str, sender_fault: bool) -> Failure {
-        Failure {
-            code: code.to_owned(),
-            message: if message.is_empty() {
+        Failure::new(
+            code,
+            if message.is_empty() {
                 format!("SQS rejected the entry ({code})")
             } else {
                 message.to_owned()
             },
-            retryable: entry_retryable(code, sender_fault),
-        }
+            entry_retryable(code, sender_fault),
+        )
     }
 }
 
@@ -118,7 +118,7 @@ fn to_sdk_entry(item: &BatchItem) -> Result<SendMessageBatchRequestEntry, Failur
         .set_message_deduplication_id(e.deduplication_id.clone())
         .set_delay_seconds(e.delay_seconds);
     for a in &e.attributes {
-        let v = MessageAttributeValue::builder().data_type(&a.data_type);
+        let v = MessageAttributeValue::builder().data_type(a.data_type.as_ref());
         let v = match &a.value {
             AttributeValue::String(s) | AttributeValue::Number(s) => v.string_value(s),
             AttributeValue::Binary(bytes) => v.binary_value(Blob::new(bytes.clone())),
@@ -126,7 +126,7 @@ fn to_sdk_entry(item: &BatchItem) -> Result<SendMessageBatchRequestEntry, Failur
         let v = v
             .build()
             .map_err(|err| Failure::permanent("InvalidAttribute", err.to_string()))?;
-        b = b.message_attributes(&a.name, v);
+        b = b.message_attributes(a.name.as_ref(), v);
     }
     b.build()
         .map_err(|err| Failure::permanent("InvalidEntry", err.to_string()))
@@ -167,11 +167,8 @@ where
             } else {
                 message
             };
-            CallError::Failed(Failure {
-                retryable: call_retryable(Some(&code), status),
-                code,
-                message,
-            })
+            let retryable = call_retryable(Some(&code), status);
+            CallError::Failed(Failure::new(code, message, retryable))
         }
         SdkError::ConstructionFailure(_) => CallError::Failed(Failure::permanent(
             "RequestConstructionFailed",

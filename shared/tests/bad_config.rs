@@ -63,6 +63,18 @@ const CASES: &[Case] = &[
         "1048576",
     ),
     ("MAX_IN_FLIGHT", "0", &[("QUEUE_URL", URL)], "1 to 64"),
+    (
+        "WINDOW_MESSAGES",
+        "0",
+        &[("QUEUE_URL", URL)],
+        "1 to 1000000",
+    ),
+    (
+        "WINDOW_BYTES",
+        "1000",
+        &[("QUEUE_URL", URL)],
+        "1048576 to 1073741824 bytes",
+    ),
     ("RETRY_MAX_ATTEMPTS", "21", &[("QUEUE_URL", URL)], "1 to 20"),
     (
         "RETRY_BASE_DELAY_MS",

@@ -44,8 +44,8 @@ fn any_attribute() -> impl Strategy<Value = Attribute> {
         ],
     )
         .prop_map(|(name, data_type, value)| Attribute {
-            name,
-            data_type,
+            name: name.into(),
+            data_type: data_type.into(),
             value,
         })
 }

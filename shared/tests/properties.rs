@@ -20,7 +20,7 @@ use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::limits::{Limits, message_size};
 use sqs_forwarder::outcome::{Failure, Outcome};
 use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
-use sqs_forwarder::{Attribute, Forwarder, Message, RetryPolicy, SendSettings};
+use sqs_forwarder::{Attribute, Forwarder, Message, RetryPolicy, SendSettings, Window};
 
 /// What the fake endpoint saw and did.
 #[derive(Default)]
@@ -223,6 +223,13 @@ fn forwarder(
             max_delay: Duration::from_millis(1),
         },
         fifo_order: order,
+        // The smallest window there is (raised to MAX_IN_FLIGHT + 1 full
+        // calls): most cases hold more messages than that, so every
+        // property below holds with the source read as the window frees.
+        window: Window {
+            max_messages: 1,
+            max_bytes: 1,
+        },
         ..SendSettings::default()
     };
     let rules = EncodeRules {

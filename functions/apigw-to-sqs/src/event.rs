@@ -5,9 +5,16 @@
 //! runs (and with the release profile's `panic = "abort"`, ends the process,
 //! which API Gateway answers with a 502). Lambda, API Gateway and function
 //! URLs never send such an event, but a test event, a proxy or a replay may.
+//! It also builds the request URI from the `Host` header (or the domain
+//! name), `X-Forwarded-Proto`, the path and the query string with `unwrap`
+//! and `expect`: a host with a space, a scheme that is not one, a query
+//! with characters a URI cannot hold, or a URI longer than `http` allows
+//! panics the same way.
 //! [`RefuseUndecodable`] wraps that adapter: an event whose body does not
-//! decode gets a `400 InvalidBody` in the answer format of the API that sent
-//! it, and never reaches the adapter.
+//! decode gets a `400 InvalidBody`, one whose URI cannot be formed a `400
+//! InvalidRequest`, in the answer format of the API that sent it, and
+//! neither reaches the adapter. [`unbuildable_uri`] forms the URI exactly as
+//! `lambda_http` 1.3 does (`build_request_uri`), without panicking.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -37,6 +44,88 @@ pub fn undecodable_body(event: &LambdaRequest) -> Option<Rejection> {
         "InvalidBody",
         format!("isBase64Encoded is true but the body is not valid base64: {error}"),
     ))
+}
+
+/// Why the request URI cannot be formed, if it cannot: the steps of
+/// `lambda_http`'s `into_api_gateway_v2_request`/`into_proxy_request` and
+/// `build_request_uri`, each of which it `unwrap`s or `expect`s.
+pub fn unbuildable_uri(event: &LambdaRequest) -> Option<Rejection> {
+    let (headers, domain, stage, path, query) = match event {
+        LambdaRequest::ApiGatewayV1(r) => {
+            let mv = &r.multi_value_query_string_parameters;
+            let sv = &r.query_string_parameters;
+            let query = if !mv.is_empty() {
+                mv.to_query_string()
+            } else {
+                sv.to_query_string()
+            };
+            (
+                &r.headers,
+                r.request_context.domain_name.as_deref(),
+                &r.request_context.stage,
+                r.path.as_deref().unwrap_or_default(),
+                query,
+            )
+        }
+        LambdaRequest::ApiGatewayV2(r) => (
+            &r.headers,
+            r.request_context.domain_name.as_deref(),
+            &r.request_context.stage,
+            r.raw_path.as_deref().unwrap_or_default(),
+            r.raw_query_string.clone().unwrap_or_default(),
+        ),
+        _ => return None,
+    };
+    let bad = |what: String| Some(Rejection::bad_request("InvalidRequest", what));
+    let host = headers
+        .get(lambda_http::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or(domain);
+    let path = path_with_stage(stage.as_deref(), path);
+    let mut uri = match host {
+        None => match url::Url::parse(&format!("http://localhost{path}")) {
+            Ok(u) => u.path().to_owned(),
+            Err(e) => return bad(format!("the path cannot form a URI: {e}")),
+        },
+        Some(host) => {
+            let scheme = headers
+                .get("x-forwarded-proto")
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("https");
+            match url::Url::parse(&format!("{scheme}://{host}{path}")) {
+                Ok(u) => u.to_string(),
+                Err(e) => {
+                    return bad(format!(
+                        "the Host header (or domain name), X-Forwarded-Proto and path cannot form a URI: {e}"
+                    ));
+                }
+            }
+        }
+    };
+    if !query.is_empty() {
+        uri.push('?');
+        uri.push_str(&query);
+    }
+    match lambda_http::http::Uri::try_from(uri.as_str()) {
+        Ok(_) => None,
+        Err(e) => bad(format!(
+            "the request URI cannot be formed from the host, path and query string: {e}"
+        )),
+    }
+}
+
+/// `lambda_http`'s `apigw_path_with_stage`: the stage in front of the path,
+/// unless it is `$default`, already there, or
+/// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set.
+fn path_with_stage(stage: Option<&str>, path: &str) -> String {
+    if std::env::var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH").is_ok() {
+        return path.to_owned();
+    }
+    match stage {
+        None | Some("$default") => path.to_owned(),
+        Some(stage) if path.starts_with(&format!("/{stage}/")) => path.to_owned(),
+        Some(stage) => format!("/{stage}{path}"),
+    }
 }
 
 /// The answer to an event: the wrapped service's, or a refusal this module
@@ -75,7 +164,8 @@ pub fn refusal(event: &LambdaRequest, r: &Rejection) -> serde_json::Value {
 }
 
 /// Wraps `lambda_http`'s adapter (or any service of raw HTTP events):
-/// events whose body cannot be decoded are answered here.
+/// events whose body cannot be decoded or whose URI cannot be formed are
+/// answered here.
 #[derive(Debug, Clone)]
 pub struct RefuseUndecodable<S> {
     inner: S,
@@ -102,7 +192,7 @@ where
     }
 
     fn call(&mut self, event: LambdaEvent<LambdaRequest>) -> Self::Future {
-        match undecodable_body(&event.payload) {
+        match undecodable_body(&event.payload).or_else(|| unbuildable_uri(&event.payload)) {
             Some(r) => {
                 tracing::info!(
                     request_id = event.context.request_id,

@@ -32,27 +32,9 @@ use std::time::Duration;
 use lambda_http::Body;
 use lambda_http::http::{HeaderValue, Response, StatusCode, header};
 use serde::Serialize;
-use sqs_forwarder::retry::is_throttling;
-use sqs_forwarder::{Failure, MessageOutcome, Outcome};
+use sqs_forwarder::{Cause, Failure, MessageOutcome, Outcome};
 
 use crate::reject::Rejection;
-
-/// Codes of per-message failures that come from the message itself
-/// (validated by the shared crate or refused by SQS for its content).
-pub const INPUT_CODES: &[&str] = &[
-    "EmptyBody",
-    "InvalidMessageContents",
-    "InvalidAttributeName",
-    "InvalidAttributeType",
-    "InvalidAttributeValue",
-    "TooManyAttributes",
-    "InvalidGroupId",
-    "InvalidDeduplicationId",
-    "MissingGroupId",
-    "MissingDeduplicationId",
-    "InvalidDelay",
-    "InvalidParameterValue",
-];
 
 /// The kind of a per-message failure, for the status and the message shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,18 +54,14 @@ pub enum Class {
 impl Class {
     /// The class of a failure.
     pub fn of(f: &Failure) -> Class {
-        if f.retryable {
-            if is_throttling(&f.code) {
-                Class::Throttled
-            } else {
-                Class::Unavailable
-            }
-        } else if f.code == "MessageTooLarge" || f.code == "BatchRequestTooLong" {
-            Class::TooLarge
-        } else if INPUT_CODES.contains(&f.code.as_str()) {
-            Class::BadInput
-        } else {
-            Class::Upstream
+        match f.cause {
+            Cause::Throttled => Class::Throttled,
+            Cause::TooLarge => Class::TooLarge,
+            Cause::Content => Class::BadInput,
+            Cause::Transient => Class::Unavailable,
+            // `Cause` may grow: anything not the request's is upstream.
+            _ if f.retryable => Class::Unavailable,
+            _ => Class::Upstream,
         }
     }
 
@@ -365,11 +343,11 @@ mod tests {
     fn failed(i: usize, code: &str, retryable: bool) -> MessageOutcome<usize> {
         MessageOutcome {
             position: i,
-            outcome: Outcome::Failed(Failure {
-                code: code.into(),
-                message: format!("{code} happened to arn:aws:sqs:eu-west-1:123456789012:q"),
+            outcome: Outcome::Failed(Failure::new(
+                code,
+                format!("{code} happened to arn:aws:sqs:eu-west-1:123456789012:q"),
                 retryable,
-            }),
+            )),
             attempts: 1,
         }
     }

@@ -1,5 +1,6 @@
-//! Bad input for apigw-to-sqs: events whose base64 body does not decode
-//! (which made `lambda_http` panic) are answered 400 in the API's own
+//! Bad input for apigw-to-sqs: events whose base64 body does not decode,
+//! or whose host, `X-Forwarded-Proto`, path or query string cannot form a
+//! URI (both made `lambda_http` panic) are answered 400 in the API's own
 //! format; a Content-Length above `MAX_BODY_BYTES` is refused from the
 //! header alone; every variable's bad value names the variable, the value
 //! and what is allowed.
@@ -8,7 +9,7 @@ use std::convert::Infallible;
 use std::future::poll_fn;
 use std::time::Duration;
 
-use apigw_to_sqs::event::{RefuseUndecodable, undecodable_body};
+use apigw_to_sqs::event::{RefuseUndecodable, unbuildable_uri, undecodable_body};
 use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service, service_fn};
 use apigw_to_sqs::{Handler, Settings, VARIABLES};
@@ -105,6 +106,107 @@ async fn a_body_that_is_not_base64_is_a_400_not_a_panic() {
     assert!(undecodable_body(&payload).is_none());
     assert_eq!(answer(&h, &event).await["statusCode"], 202);
     assert_eq!(sent(&h), 1);
+}
+
+/// Whether `lambda_http` panics turning this event into a request (what
+/// aborts the process under the release profile).
+fn lambda_http_panics(event: &Value) -> bool {
+    let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
+    std::panic::catch_unwind(move || {
+        let _request: Request = payload.into();
+    })
+    .is_err()
+}
+
+#[tokio::test]
+async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
+    let long_query = format!("q={}", "a".repeat(70_000));
+    // (sample, field to set, value): each makes lambda_http's URI building
+    // panic.
+    let cases: Vec<(&str, &str, Value)> = vec![
+        // HTTP API (payload 2.0): the raw query string goes into the URI as is.
+        (
+            "apigw-http-json-array.json",
+            "rawQueryString",
+            json!("a=b c"),
+        ),
+        (
+            "apigw-http-json-array.json",
+            "rawQueryString",
+            json!("a=\"quoted\"&b={x}"),
+        ),
+        (
+            "apigw-http-json-array.json",
+            "rawQueryString",
+            json!(long_query),
+        ),
+        (
+            "apigw-http-json-array.json",
+            "headers.host",
+            json!("bad host"),
+        ),
+        (
+            "apigw-http-json-array.json",
+            "headers.host",
+            json!("h:99999999"),
+        ),
+        (
+            "apigw-http-json-array.json",
+            "headers.x-forwarded-proto",
+            json!("not a scheme"),
+        ),
+        (
+            "apigw-url-single-text.json",
+            "headers.x-forwarded-proto",
+            json!(""),
+        ),
+        // REST API (payload 1.0): host and scheme the same way.
+        (
+            "apigw-rest-base64-binary.json",
+            "headers.host",
+            json!("a b"),
+        ),
+        (
+            "apigw-rest-base64-binary.json",
+            "headers.x-forwarded-proto",
+            json!("1http"),
+        ),
+    ];
+    for (name, field, value) in cases {
+        let h = handler(&[]);
+        let mut event = sample(name);
+        match field.split_once('.') {
+            Some((outer, inner)) => {
+                event[outer][inner] = value.clone();
+                if outer == "headers" && event.get("multiValueHeaders").is_some() {
+                    event["multiValueHeaders"][inner] = json!([value.clone()]);
+                }
+            }
+            None => event[field] = value.clone(),
+        }
+        let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
+        assert!(
+            lambda_http_panics(&event),
+            "{name} {field}={value}: lambda_http builds this one; not a case"
+        );
+        let r = unbuildable_uri(&payload).expect("refused");
+        assert_eq!(r.code, "InvalidRequest");
+        let a = answer(&h, &event).await;
+        assert_eq!(a["statusCode"], 400, "{name} {field}: {a}");
+        assert_eq!(a["headers"]["content-type"], "application/json");
+        assert_eq!(error_code(&a), "InvalidRequest", "{a}");
+        assert_eq!(sent(&h), 0, "{name} {field}: nothing refused is sent");
+    }
+    // The samples as they are form their URIs: no refusal.
+    for name in [
+        "apigw-http-json-array.json",
+        "apigw-url-single-text.json",
+        "apigw-rest-base64-binary.json",
+    ] {
+        let payload: LambdaRequest = serde_json::from_value(sample(name)).expect("an HTTP event");
+        assert!(unbuildable_uri(&payload).is_none(), "{name}");
+        assert!(!lambda_http_panics(&sample(name)), "{name}");
+    }
 }
 
 #[tokio::test]

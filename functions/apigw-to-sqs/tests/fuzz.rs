@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use apigw_to_sqs::body::{Kind, SplitLimits, split};
-use apigw_to_sqs::event::undecodable_body;
+use apigw_to_sqs::event::{unbuildable_uri, undecodable_body};
 use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::lambda_http::{Body, Request};
 use apigw_to_sqs::{Handler, Settings};
@@ -214,10 +214,50 @@ proptest! {
         if let Ok(payload) = serde_json::from_value::<LambdaRequest>(ev) {
             let decodes = base64::engine::general_purpose::STANDARD.decode(&body).is_ok();
             prop_assert_eq!(undecodable_body(&payload).is_some(), base64 && !decodes);
-            if undecodable_body(&payload).is_none() {
+            if undecodable_body(&payload).is_none() && unbuildable_uri(&payload).is_none() {
                 // What lambda_http would do next: must not panic now.
                 let _request: Request = payload.into();
             }
         }
+    }
+
+    /// The URI guard refuses exactly the events `lambda_http` would panic on
+    /// while forming the URI: arbitrary host, `X-Forwarded-Proto`, path and
+    /// query string.
+    #[test]
+    fn the_uri_guard_refuses_exactly_what_lambda_http_panics_on(
+        host in prop::option::of("[ -~]{0,12}"),
+        proto in prop::option::of("[ -~]{0,8}"),
+        path in "[ -~\u{e9}]{0,12}",
+        query in "[ -~\u{e9}]{0,12}",
+        v1 in any::<bool>(),
+    ) {
+        let mut ev = event(b"{}", false, &[]);
+        if let Some(h) = &host {
+            ev["headers"]["host"] = json!(h);
+        }
+        if let Some(p) = &proto {
+            ev["headers"]["x-forwarded-proto"] = json!(p);
+        }
+        if v1 {
+            let headers = ev["headers"].clone();
+            ev = serde_json::from_str(include_str!("../../../events/apigw-rest-base64-binary.json"))
+                .expect("the REST sample");
+            ev["headers"] = headers;
+            ev["path"] = json!(path);
+            ev["queryStringParameters"] = json!({"q": query});
+        } else {
+            ev["rawPath"] = json!(path);
+            ev["rawQueryString"] = json!(query);
+        }
+        let Ok(payload) = serde_json::from_value::<LambdaRequest>(ev) else {
+            return Ok(());
+        };
+        let refused = unbuildable_uri(&payload).is_some();
+        let panics = std::panic::catch_unwind(move || {
+            let _request: Request = payload.into();
+        })
+        .is_err();
+        prop_assert_eq!(refused, panics);
     }
 }

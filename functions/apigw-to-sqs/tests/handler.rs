@@ -244,7 +244,7 @@ async fn allowed_headers_become_attributes_and_credentials_never_do() {
                 sqs_forwarder::AttributeValue::String(s) => s.clone(),
                 other => panic!("a string attribute, not {other:?}"),
             };
-            (a.name.clone(), v)
+            (a.name.to_string(), v)
         })
         .collect();
     names.sort();

@@ -14,7 +14,7 @@
 //!   it on is skipped;
 //! * a record that failed for good because of its content (a retry cannot
 //!   help: too large under `OVERSIZE_POLICY=fail`, invalid, a corrupt KPL
-//!   aggregate; see [`SKIPPABLE_CODES`]) is reported too unless
+//!   aggregate; see [`skippable`]) is reported too unless
 //!   `PERMANENT_FAILURES=skip`, which leaves it out with a warning and a
 //!   `RecordsSkipped` metric; a permanent failure of the deployment
 //!   (`AccessDenied`, a missing queue) is always reported;
@@ -54,25 +54,49 @@ pub enum AnswerError {
     },
 }
 
-/// Fold message outcomes into one outcome per record.
+/// Fold message outcomes into one outcome per record, all at once (tests;
+/// the function folds them as they come with a [`Tracker`]).
 pub fn record_outcomes(
     records: &[RecordInfo],
     outcomes: &[MessageOutcome<Position>],
 ) -> Vec<RecordOutcome> {
-    let mut result: Vec<RecordOutcome> = records
-        .iter()
-        .map(|r| match &r.failure {
-            Some(f) => RecordOutcome::Failed(f.clone()),
-            None => RecordOutcome::Done,
-        })
-        .collect();
+    let mut tracker = Tracker::new(records);
     for o in outcomes {
+        tracker.record(o);
+    }
+    tracker.finish()
+}
+
+/// Folds message outcomes into one outcome per record as they are settled:
+/// what a Kinesis answer needs is one state per record, whatever number of
+/// messages the records became.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    outcomes: Vec<RecordOutcome>,
+}
+
+impl Tracker {
+    /// Every record done, except those found failed before sending.
+    pub fn new(records: &[RecordInfo]) -> Self {
+        Tracker {
+            outcomes: records
+                .iter()
+                .map(|r| match &r.failure {
+                    Some(f) => RecordOutcome::Failed(f.clone()),
+                    None => RecordOutcome::Done,
+                })
+                .collect(),
+        }
+    }
+
+    /// One message's outcome.
+    pub fn record(&mut self, o: &MessageOutcome<Position>) {
         let failure = match &o.outcome {
-            Outcome::Sent { .. } | Outcome::Dropped { .. } => continue,
+            Outcome::Sent { .. } | Outcome::Dropped { .. } => return,
             Outcome::Failed(f) => f,
         };
-        let Some(slot) = result.get_mut(o.position.record) else {
-            continue;
+        let Some(slot) = self.outcomes.get_mut(o.position.record) else {
+            return;
         };
         match slot {
             RecordOutcome::Done => *slot = RecordOutcome::Failed(failure.clone()),
@@ -82,49 +106,31 @@ pub fn record_outcomes(
             RecordOutcome::Failed(_) => {}
         }
     }
-    result
+
+    /// One outcome per record, in event order.
+    pub fn finish(self) -> Vec<RecordOutcome> {
+        self.outcomes
+    }
 }
 
 /// Which failure speaks for a record: one a retry may fix, then one that is
 /// not about the record's content, then the first.
 fn rank(f: &Failure) -> u8 {
-    match (f.retryable, skippable(&f.code)) {
+    match (f.retryable, skippable(f)) {
         (true, _) => 2,
         (false, false) => 1,
         (false, true) => 0,
     }
 }
 
-/// Failure codes that are about a record's own content, which
-/// `PERMANENT_FAILURES=skip` may skip. Any other permanent failure
-/// (`AccessDenied`, `QueueDoesNotExist`, KMS errors, a FIFO queue without
-/// group or deduplication ids, ...) is about the deployment: skipping it
-/// would skip every record, so it is always reported.
-pub const SKIPPABLE_CODES: &[&str] = &[
-    // the shared crate's checks
-    "MessageTooLarge",
-    "BatchRequestTooLong",
-    "EmptyBody",
-    "InvalidMessageContents",
-    "InvalidAttributeName",
-    "InvalidAttributeType",
-    "InvalidAttributeValue",
-    "TooManyAttributes",
-    "InvalidGroupId",
-    "InvalidDeduplicationId",
-    // SQS's entry errors about a message's content
-    "InvalidParameterValue",
-    "MessageTooLong",
-    // KPL de-aggregation
-    "KplTooShort",
-    "KplChecksumMismatch",
-    "KplInvalidProtobuf",
-    "KplInvalidKeyIndex",
-];
-
-/// Whether `PERMANENT_FAILURES=skip` may skip a record that failed with this code.
-pub fn skippable(code: &str) -> bool {
-    SKIPPABLE_CODES.contains(&code)
+/// Whether `PERMANENT_FAILURES=skip` may skip a record that failed this way:
+/// only when the record itself is at fault (its content or size, by the
+/// failure's [`Cause`](sqs_forwarder::Cause)). A permanent failure of the
+/// deployment (`AccessDenied`, a missing queue, KMS errors, ...) would fail
+/// every record alike: skipping it would skip them all, so it is always
+/// reported.
+pub fn skippable(failure: &Failure) -> bool {
+    !failure.retryable && failure.cause.is_message_fault()
 }
 
 /// What the answer says, with the counts for logs and metrics.
@@ -150,7 +156,7 @@ pub fn answer(
         let RecordOutcome::Failed(failure) = outcome else {
             continue;
         };
-        if !failure.retryable && policy == PermanentFailures::Skip && skippable(&failure.code) {
+        if policy == PermanentFailures::Skip && skippable(failure) {
             skipped += 1;
             tracing::warn!(
                 record = index,

@@ -20,6 +20,9 @@
 //! protobuf blob as one message would hand consumers garbage silently. The
 //! caller reports the record as failed; nothing here panics on any input.
 
+use std::sync::Arc;
+
+use bytes::Bytes;
 use md5::{Digest, Md5};
 use prost::Message as _;
 
@@ -141,8 +144,145 @@ pub fn is_aggregated(data: &[u8]) -> bool {
     data.starts_with(&MAGIC)
 }
 
-/// The user records of an aggregate, in order (index = sub-sequence number).
-pub fn deaggregate(data: &[u8]) -> Result<Vec<UserRecord>, KplError> {
+/// `AggregatedRecord` with its user records left encoded: reading it costs
+/// the key tables and one `Bytes` handle per user record (a slice of the
+/// aggregate, not a copy), not the records themselves.
+#[derive(Clone, PartialEq, prost::Message)]
+struct Frames {
+    #[prost(string, repeated, tag = "1")]
+    partition_key_table: Vec<String>,
+    #[prost(string, repeated, tag = "2")]
+    explicit_hash_key_table: Vec<String>,
+    #[prost(bytes = "bytes", repeated, tag = "3")]
+    records: Vec<Bytes>,
+}
+
+/// `Record`, read without copying its data.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RecordView {
+    #[prost(uint64, required, tag = "1")]
+    partition_key_index: u64,
+    #[prost(uint64, optional, tag = "2")]
+    explicit_hash_key_index: Option<u64>,
+    #[prost(bytes = "bytes", required, tag = "3")]
+    data: Bytes,
+    #[prost(message, repeated, tag = "4")]
+    tags: Vec<Tag>,
+}
+
+/// One user record read lazily out of an [`Aggregate`]: keys shared with
+/// the aggregate's tables, data a slice of the aggregate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserRecordView {
+    /// Its own partition key.
+    pub partition_key: Arc<str>,
+    /// Its explicit hash key, if the producer set one.
+    pub explicit_hash_key: Option<Arc<str>>,
+    /// Its data.
+    pub data: Bytes,
+}
+
+/// An aggregate's user records, read one at a time (index = sub-sequence
+/// number). Holding it costs the key tables and a handle per user record,
+/// never a decoded copy of them all.
+#[derive(Debug)]
+pub struct Aggregate {
+    keys: Vec<Arc<str>>,
+    hash_keys: Vec<Arc<str>>,
+    records: std::vec::IntoIter<Bytes>,
+    next: usize,
+}
+
+impl Aggregate {
+    /// Check an aggregate whole (magic bytes, MD5, protobuf, every user
+    /// record and its key indexes) and return how many user records it
+    /// holds. Nothing is kept: a corrupt aggregate is found before any of
+    /// its user records is sent.
+    pub fn check(data: &[u8]) -> Result<usize, KplError> {
+        let protobuf = checked_protobuf(data)?;
+        let aggregate = Self::read(Bytes::copy_from_slice(protobuf))?;
+        let count = aggregate.records.len();
+        for (index, record) in aggregate.records.as_slice().iter().enumerate() {
+            aggregate.resolve(index, record.clone())?;
+        }
+        Ok(count)
+    }
+
+    /// Open an aggregate [`Aggregate::check`] accepted, for reading its user
+    /// records lazily. The checksum is not computed again; a protobuf error
+    /// (impossible after the check) comes back as an `Err` item.
+    pub fn open(data: Vec<u8>) -> Result<Self, KplError> {
+        let len = data.len();
+        if !is_aggregated(&data) || len < MAGIC.len() + DIGEST_LEN {
+            return Err(KplError::TooShort { len });
+        }
+        Self::read(Bytes::from(data).slice(MAGIC.len()..len - DIGEST_LEN))
+    }
+
+    fn read(protobuf: Bytes) -> Result<Self, KplError> {
+        let frames = Frames::decode(protobuf).map_err(|e| KplError::Protobuf(e.to_string()))?;
+        Ok(Aggregate {
+            keys: frames
+                .partition_key_table
+                .into_iter()
+                .map(Arc::from)
+                .collect(),
+            hash_keys: frames
+                .explicit_hash_key_table
+                .into_iter()
+                .map(Arc::from)
+                .collect(),
+            records: frames.records.into_iter(),
+            next: 0,
+        })
+    }
+
+    fn resolve(&self, index: usize, record: Bytes) -> Result<UserRecordView, KplError> {
+        let record = RecordView::decode(record).map_err(|e| KplError::Protobuf(e.to_string()))?;
+        let key = |table: &[Arc<str>], k: u64| {
+            usize::try_from(k).ok().and_then(|i| table.get(i)).cloned()
+        };
+        let partition_key =
+            key(&self.keys, record.partition_key_index).ok_or(KplError::PartitionKeyIndex {
+                index,
+                key_index: record.partition_key_index,
+                table_len: self.keys.len(),
+            })?;
+        let explicit_hash_key = match record.explicit_hash_key_index {
+            None => None,
+            Some(k) => Some(
+                key(&self.hash_keys, k).ok_or(KplError::ExplicitHashKeyIndex {
+                    index,
+                    key_index: k,
+                    table_len: self.hash_keys.len(),
+                })?,
+            ),
+        };
+        Ok(UserRecordView {
+            partition_key,
+            explicit_hash_key,
+            data: record.data,
+        })
+    }
+}
+
+impl Iterator for Aggregate {
+    type Item = Result<UserRecordView, KplError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let record = self.records.next()?;
+        let index = self.next;
+        self.next += 1;
+        Some(self.resolve(index, record))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.records.size_hint()
+    }
+}
+
+/// The protobuf bytes of an aggregate whose magic bytes and MD5 check out.
+fn checked_protobuf(data: &[u8]) -> Result<&[u8], KplError> {
     let body = data
         .strip_prefix(&MAGIC)
         .filter(|rest| rest.len() >= DIGEST_LEN)
@@ -151,45 +291,23 @@ pub fn deaggregate(data: &[u8]) -> Result<Vec<UserRecord>, KplError> {
     if Md5::digest(protobuf).as_slice() != digest {
         return Err(KplError::Checksum);
     }
-    let aggregate =
-        AggregatedRecord::decode(protobuf).map_err(|e| KplError::Protobuf(e.to_string()))?;
-    let AggregatedRecord {
-        partition_key_table: keys,
-        explicit_hash_key_table: hash_keys,
-        records,
-    } = aggregate;
-    let mut out = Vec::with_capacity(records.len());
-    for (index, record) in records.into_iter().enumerate() {
-        let partition_key = usize::try_from(record.partition_key_index)
-            .ok()
-            .and_then(|i| keys.get(i))
-            .ok_or(KplError::PartitionKeyIndex {
-                index,
-                key_index: record.partition_key_index,
-                table_len: keys.len(),
-            })?
-            .clone();
-        let explicit_hash_key = match record.explicit_hash_key_index {
-            None => None,
-            Some(k) => Some(
-                usize::try_from(k)
-                    .ok()
-                    .and_then(|i| hash_keys.get(i))
-                    .ok_or(KplError::ExplicitHashKeyIndex {
-                        index,
-                        key_index: k,
-                        table_len: hash_keys.len(),
-                    })?
-                    .clone(),
-            ),
-        };
-        out.push(UserRecord {
-            partition_key,
-            explicit_hash_key,
-            data: record.data,
-        });
-    }
-    Ok(out)
+    Ok(protobuf)
+}
+
+/// The user records of an aggregate, in order (index = sub-sequence
+/// number), all at once: for tests and tools; the function reads them
+/// lazily ([`Aggregate`]).
+pub fn deaggregate(data: &[u8]) -> Result<Vec<UserRecord>, KplError> {
+    let protobuf = checked_protobuf(data)?;
+    Aggregate::read(Bytes::copy_from_slice(protobuf))?
+        .map(|user| {
+            user.map(|u| UserRecord {
+                partition_key: u.partition_key.to_string(),
+                explicit_hash_key: u.explicit_hash_key.map(|k| k.to_string()),
+                data: u.data.to_vec(),
+            })
+        })
+        .collect()
 }
 
 /// Build an aggregate the way the KPL does (tests, benchmarks, tools).

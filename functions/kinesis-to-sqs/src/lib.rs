@@ -8,17 +8,23 @@
 //! The flow, one module per step:
 //!
 //! ```text
-//! KinesisEvent --records::prepare--> Vec<Message<Position>>   (kpl: de-aggregation)
-//!              --Forwarder::send_all--> Vec<MessageOutcome<Position>>
+//! KinesisEvent --records::inspect--> Vec<RecordInfo>      (kpl: aggregates checked whole)
+//!              --records::messages--> Message<Position>, one at a time   (kpl: read lazily)
+//!              --Forwarder::forward--> MessageOutcome<Position> as each is settled
+//!              --checkpoint::Tracker--> one outcome per record
 //!              --checkpoint::answer--> KinesisEventResponse { batchItemFailures }
 //! ```
+//!
+//! Memory follows the forwarder's window, not the number of user records:
+//! a 6 MB event of KPL aggregates holding 600,000 user records never has
+//! more than the window's worth of messages built at once.
 //!
 //! [`handle`] is generic over the [`Transport`], so tests drive it with a
 //! fake and with the real `SqsTransport` against a local SQS endpoint.
 
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use aws_lambda_events::event::streams::KinesisEventResponse;
-use sqs_forwarder::{Forwarder, Summary, Transport};
+use sqs_forwarder::{Forwarder, Transport};
 use tokio::time::Instant;
 
 pub mod checkpoint;
@@ -64,9 +70,8 @@ pub async fn handle<T: Transport>(
 ) -> Result<KinesisEventResponse, AnswerError> {
     let total = event.records.len();
     let fifo = forwarder.rules().fifo;
-    let prepared = records::prepare(event.records, settings, fifo);
-    let user_records: usize = prepared
-        .records
+    let infos = records::inspect(&event.records, settings);
+    let user_records: usize = infos
         .iter()
         .filter(|r| r.aggregated)
         .map(|r| r.messages)
@@ -74,10 +79,14 @@ pub async fn handle<T: Transport>(
     metrics::counter!(metric::RECORDS_IN).increment(total as u64);
     metrics::counter!(metric::USER_RECORDS).increment(user_records as u64);
 
-    let outcomes = forwarder.send_all(prepared.messages, deadline).await;
-    let summary = Summary::of(&outcomes);
-    let per_record = checkpoint::record_outcomes(&prepared.records, &outcomes);
-    let answer = checkpoint::answer(&prepared.records, &per_record, settings.permanent_failures);
+    let mut tracker = checkpoint::Tracker::new(&infos);
+    let messages = records::messages(event.records, &infos, settings, fifo);
+    let tally = forwarder
+        .forward(messages, deadline, |o| tracker.record(&o))
+        .await;
+    let summary = tally.summary;
+    let per_record = tracker.finish();
+    let answer = checkpoint::answer(&infos, &per_record, settings.permanent_failures);
 
     // Why records failed, by code ("DeadlineExceeded:3,MessageTooLarge:1").
     let mut codes: std::collections::BTreeMap<&str, usize> = Default::default();
@@ -105,7 +114,7 @@ pub async fn handle<T: Transport>(
                 tracing::info!(
                     records = total,
                     user_records,
-                    messages = outcomes.len(),
+                    messages = tally.messages,
                     sent = summary.sent,
                     failed_retryable = summary.failed_retryable,
                     failed_permanent = summary.failed_permanent,

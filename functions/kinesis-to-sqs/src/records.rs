@@ -73,7 +73,9 @@ pub struct RecordInfo {
     pub aggregated: bool,
 }
 
-/// The messages of an event, and what is known of each record.
+/// The messages of an event, and what is known of each record, all at once
+/// (tests and tools; the function reads them lazily with [`inspect`] and
+/// [`messages`]).
 #[derive(Debug)]
 pub struct Prepared {
     /// One entry per record, in event order.
@@ -91,100 +93,213 @@ struct Origin<'a> {
     arrival_seconds: i64,
 }
 
-/// Turn an event's records into messages. `fifo`: whether the target is a
-/// FIFO queue (group and deduplication ids are set only then).
-pub fn prepare(records: Vec<KinesisEventRecord>, settings: &Settings, fifo: bool) -> Prepared {
-    let mut infos = Vec::with_capacity(records.len());
-    let mut messages = Vec::with_capacity(records.len());
-    for (index, record) in records.into_iter().enumerate() {
-        let KinesisEventRecord {
-            event_id,
-            event_source_arn,
-            kinesis,
-            ..
-        } = record;
-        let KinesisRecord {
-            approximate_arrival_timestamp,
-            data,
-            partition_key,
-            sequence_number,
-            ..
-        } = kinesis;
-        let data = data.0;
-        let origin = Origin {
-            stream_arn: event_source_arn.as_deref(),
-            event_id: event_id.as_deref(),
-            shard_id: event_id
+/// [`Origin`], owned: kept while an aggregate's user records are read.
+struct OwnedOrigin {
+    stream_arn: Option<String>,
+    event_id: Option<String>,
+    sequence_number: String,
+    arrival_seconds: i64,
+}
+
+impl OwnedOrigin {
+    fn view(&self) -> Origin<'_> {
+        Origin {
+            stream_arn: self.stream_arn.as_deref(),
+            event_id: self.event_id.as_deref(),
+            shard_id: self
+                .event_id
                 .as_deref()
                 .and_then(|id| id.split_once(':'))
                 .map(|(shard, _)| shard),
-            sequence_number: &sequence_number,
-            // Whole seconds: see `attribute::ARRIVAL_TIMESTAMP` and the README.
-            arrival_seconds: approximate_arrival_timestamp.0.timestamp(),
-        };
-        let mut info = RecordInfo {
-            sequence_number: String::new(),
-            failure: None,
-            messages: 0,
-            aggregated: false,
-        };
-        if settings.deaggregate && kpl::is_aggregated(&data) {
-            info.aggregated = true;
-            match kpl::deaggregate(&data) {
-                Ok(users) => {
-                    drop(data);
-                    info.messages = users.len();
-                    for (sub, user) in users.into_iter().enumerate() {
-                        let sub = u32::try_from(sub).unwrap_or(u32::MAX);
-                        let position = Position {
-                            record: index,
-                            sub_sequence: Some(sub),
-                        };
-                        messages.push(message(
-                            &origin,
-                            User {
-                                partition_key: &user.partition_key,
-                                explicit_hash_key: user.explicit_hash_key.as_deref(),
-                                sub_sequence: Some(sub),
-                                data: user.data,
-                            },
-                            settings,
-                            fifo,
-                            position,
-                        ));
-                    }
-                }
-                Err(e) => {
-                    metrics::counter!(crate::metric::CORRUPT_AGGREGATES).increment(1);
-                    info.failure = Some(Failure::permanent(e.code(), e.to_string()));
-                }
-            }
-        } else {
-            info.messages = 1;
-            let position = Position {
-                record: index,
-                sub_sequence: None,
-            };
-            messages.push(message(
-                &origin,
-                User {
-                    partition_key: &partition_key,
-                    explicit_hash_key: None,
-                    sub_sequence: None,
-                    data,
-                },
-                settings,
-                fifo,
-                position,
-            ));
+            sequence_number: &self.sequence_number,
+            arrival_seconds: self.arrival_seconds,
         }
-        info.sequence_number = sequence_number;
-        infos.push(info);
     }
+}
+
+/// Turn an event's records into messages, all at once. `fifo`: whether the
+/// target is a FIFO queue (group and deduplication ids are set only then).
+pub fn prepare(records: Vec<KinesisEventRecord>, settings: &Settings, fifo: bool) -> Prepared {
+    let infos = inspect(&records, settings);
+    let messages = messages(records, &infos, settings, fifo).collect();
     Prepared {
         records: infos,
         messages,
     }
+}
+
+/// What the answer needs to know about each record, before any message is
+/// read: its sequence number, how many messages it becomes, and whether it
+/// is a KPL aggregate that cannot be read (checked whole here, so a corrupt
+/// aggregate fails before any of its user records is sent).
+pub fn inspect(records: &[KinesisEventRecord], settings: &Settings) -> Vec<RecordInfo> {
+    records
+        .iter()
+        .map(|record| {
+            let data = &record.kinesis.data.0;
+            let mut info = RecordInfo {
+                sequence_number: record.kinesis.sequence_number.clone(),
+                failure: None,
+                messages: 1,
+                aggregated: false,
+            };
+            if settings.deaggregate && kpl::is_aggregated(data) {
+                info.aggregated = true;
+                match kpl::Aggregate::check(data) {
+                    Ok(users) => info.messages = users,
+                    Err(e) => {
+                        metrics::counter!(crate::metric::CORRUPT_AGGREGATES).increment(1);
+                        info.messages = 0;
+                        info.failure = Some(Failure::content(e.code(), e.to_string()));
+                    }
+                }
+            }
+            info
+        })
+        .collect()
+}
+
+/// The messages of `records`, read lazily: a record's data moves into its
+/// message (raw format), a KPL aggregate's user records are read one at a
+/// time. `infos` is [`inspect`]'s answer for the same records; records it
+/// found corrupt become no message.
+pub fn messages<'a>(
+    records: Vec<KinesisEventRecord>,
+    infos: &'a [RecordInfo],
+    settings: &'a Settings,
+    fifo: bool,
+) -> Messages<'a> {
+    Messages {
+        records: records.into_iter().enumerate(),
+        infos,
+        settings,
+        fifo,
+        current: None,
+    }
+}
+
+/// The iterator [`messages`] returns.
+pub struct Messages<'a> {
+    records: std::iter::Enumerate<std::vec::IntoIter<KinesisEventRecord>>,
+    infos: &'a [RecordInfo],
+    settings: &'a Settings,
+    fifo: bool,
+    current: Option<Aggregated>,
+}
+
+/// The aggregate whose user records are being read.
+struct Aggregated {
+    record: usize,
+    origin: OwnedOrigin,
+    users: kpl::Aggregate,
+    sub: u32,
+}
+
+impl Iterator for Messages<'_> {
+    type Item = Message<Position>;
+
+    fn next(&mut self) -> Option<Message<Position>> {
+        loop {
+            if let Some(current) = &mut self.current {
+                if let Some(user) = current.users.next() {
+                    let sub = current.sub;
+                    current.sub = current.sub.saturating_add(1);
+                    let position = Position {
+                        record: current.record,
+                        sub_sequence: Some(sub),
+                    };
+                    let Ok(user) = user else {
+                        return Some(unreadable(position));
+                    };
+                    return Some(message(
+                        &current.origin.view(),
+                        User {
+                            partition_key: &user.partition_key,
+                            explicit_hash_key: user.explicit_hash_key.as_deref(),
+                            sub_sequence: Some(sub),
+                            data: user.data.to_vec(),
+                        },
+                        self.settings,
+                        self.fifo,
+                        position,
+                    ));
+                }
+                self.current = None;
+            }
+            let (index, record) = self.records.next()?;
+            let info = self.infos.get(index);
+            if info.is_some_and(|i| i.failure.is_some()) {
+                continue;
+            }
+            let KinesisEventRecord {
+                event_id,
+                event_source_arn,
+                kinesis,
+                ..
+            } = record;
+            let KinesisRecord {
+                approximate_arrival_timestamp,
+                data,
+                partition_key,
+                sequence_number,
+                ..
+            } = kinesis;
+            let origin = OwnedOrigin {
+                stream_arn: event_source_arn,
+                event_id,
+                sequence_number,
+                // Whole seconds: see `attribute::ARRIVAL_TIMESTAMP` and the README.
+                arrival_seconds: approximate_arrival_timestamp.0.timestamp(),
+            };
+            if info.is_some_and(|i| i.aggregated) {
+                match kpl::Aggregate::open(data.0) {
+                    Ok(users) => {
+                        self.current = Some(Aggregated {
+                            record: index,
+                            origin,
+                            users,
+                            sub: 0,
+                        });
+                        continue;
+                    }
+                    Err(_) => {
+                        return Some(unreadable(Position {
+                            record: index,
+                            sub_sequence: None,
+                        }));
+                    }
+                }
+            }
+            let position = Position {
+                record: index,
+                sub_sequence: None,
+            };
+            return Some(message(
+                &origin.view(),
+                User {
+                    partition_key: &partition_key,
+                    explicit_hash_key: None,
+                    sub_sequence: None,
+                    data: data.0,
+                },
+                self.settings,
+                self.fifo,
+                position,
+            ));
+        }
+    }
+}
+
+/// A user record [`inspect`] accepted but that could not be read again:
+/// impossible (the same bytes are decoded the same way twice), and never a
+/// panic: its empty body fails it (`EmptyBody`), so its record is reported,
+/// or skipped with a warning under `PERMANENT_FAILURES=skip`.
+fn unreadable(position: Position) -> Message<Position> {
+    tracing::error!(
+        record = position.record,
+        "a KPL user record could not be read a second time"
+    );
+    Message::new(Body::Bytes(Vec::new()), position)
 }
 
 /// The part of a message that is the (user) record's own.
@@ -476,7 +591,7 @@ mod tests {
         let names: Vec<&str> = p.messages[0]
             .attributes
             .iter()
-            .map(|a| a.name.as_str())
+            .map(|a| a.name.as_ref())
             .collect();
         assert_eq!(names, vec![attribute::STREAM_ARN]);
     }

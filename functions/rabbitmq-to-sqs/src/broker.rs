@@ -116,6 +116,9 @@ impl fmt::Debug for Credentials {
 pub struct BrokerUrl {
     uri: AMQPUri,
     redacted: String,
+    /// Whether the URL's text holds a password (the parser fills in
+    /// `guest` when it does not).
+    password_in_url: bool,
 }
 
 impl fmt::Debug for BrokerUrl {
@@ -153,9 +156,14 @@ impl BrokerUrl {
         if uri.authority.host.is_empty() {
             return Err("the URL names no host".into());
         }
+        let password_in_url = raw
+            .split_once("://")
+            .and_then(|(_, rest)| rest.rfind('@').map(|at| rest[..at].contains(':')))
+            .unwrap_or(false);
         Ok(BrokerUrl {
             redacted: redact(raw),
             uri,
+            password_in_url,
         })
     }
 
@@ -184,6 +192,48 @@ impl BrokerUrl {
         &self.uri.authority.userinfo.password
     }
 
+    /// The broker's host name or address.
+    pub fn host(&self) -> &str {
+        &self.uri.authority.host
+    }
+
+    /// Whether the URL's text holds a password.
+    pub fn has_password(&self) -> bool {
+        self.password_in_url
+    }
+
+    /// What a careful operator should hear at cold start about this URL:
+    /// a login sent in plain text (`amqp://` to a host that is not loopback
+    /// or a private address; host names other than `localhost` count as
+    /// public, since only DNS could tell), and a password kept in
+    /// `RABBITMQ_URL` (readable by anyone who may read the function's
+    /// configuration) when `RABBITMQ_PASSWORD_SECRET` could hold it.
+    /// Each text says what to use instead; none holds the password.
+    pub fn start_warnings(&self, password_secret: bool) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if !self.tls() && !is_local_or_private(self.host()) {
+            warnings.push(format!(
+                "RABBITMQ_URL={} is plain-text amqp:// to {:?}, which is not a loopback or private address: the login and every message cross the network unencrypted; use amqps:// (TLS, port 5671 on Amazon MQ)",
+                self.redacted,
+                self.host()
+            ));
+        }
+        if self.has_password() {
+            warnings.push(if password_secret {
+                format!(
+                    "RABBITMQ_URL={} holds a password, which RABBITMQ_PASSWORD_SECRET overrides: remove it from the URL, where anyone who can read the function's configuration sees it",
+                    self.redacted
+                )
+            } else {
+                format!(
+                    "RABBITMQ_URL={} holds the password, where anyone who can read the function's configuration sees it: put it in a Secrets Manager secret and name that in RABBITMQ_PASSWORD_SECRET",
+                    self.redacted
+                )
+            });
+        }
+        warnings
+    }
+
     /// The URI to connect with: these credentials (if any) in place of the
     /// URL's, and the heartbeat and TCP connect timeout, unless the URL sets
     /// its own (`?heartbeat=..&connection_timeout=..`).
@@ -208,6 +258,29 @@ impl BrokerUrl {
                 Some(u64::try_from(connect_timeout.as_millis()).unwrap_or(u64::MAX));
         }
         uri
+    }
+}
+
+/// Whether `host` is `localhost`, a loopback, private (RFC 1918, IPv6
+/// unique-local) or link-local address: a network where plain-text AMQP
+/// is the operator's choice.
+pub fn is_local_or_private(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.eq_ignore_ascii_case("localhost") {
+        return true;
+    }
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_loopback()
+                || (first & 0xfe00) == 0xfc00 // fc00::/7, unique local
+                || (first & 0xffc0) == 0xfe80 // fe80::/10, link local
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private())
+        }
+        Err(_) => false,
     }
 }
 
@@ -308,6 +381,64 @@ pub async fn connect(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn plain_text_to_a_public_host_and_passwords_in_the_url_are_warned_about() {
+        let warnings = |url: &str, secret: bool| {
+            BrokerUrl::parse(url)
+                .expect("valid url")
+                .start_warnings(secret)
+        };
+        // Plain text to a public address or a name: a warning naming amqps.
+        for url in [
+            "amqp://user@broker.example.com/%2f",
+            "amqp://user@203.0.113.7:5672/%2f",
+        ] {
+            let w = warnings(url, false);
+            assert_eq!(w.len(), 1, "{url}: {w:?}");
+            assert!(w[0].contains("use amqps://"), "{}", w[0]);
+        }
+        // Loopback, private, TLS: nothing.
+        for url in [
+            "amqp://user@localhost/%2f",
+            "amqp://user@127.0.0.1:5672/%2f",
+            "amqp://user@10.1.2.3/%2f",
+            "amqp://user@172.20.0.5/%2f",
+            "amqp://user@192.168.1.9/%2f",
+            "amqps://user@b-1234.mq.eu-west-1.amazonaws.com:5671/%2f",
+        ] {
+            assert_eq!(warnings(url, false), Vec::<String>::new(), "{url}");
+        }
+        // A password in the URL: use RABBITMQ_PASSWORD_SECRET (or drop it
+        // from the URL when the secret is set); the password is not shown.
+        let w = warnings("amqps://user:s3cr%2Fet@broker.example.com/%2f", false);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("RABBITMQ_PASSWORD_SECRET"), "{}", w[0]);
+        assert!(!w[0].contains("s3cr"), "{}", w[0]);
+        let w = warnings("amqps://user:s3cret@broker.example.com/%2f", true);
+        assert!(w[0].contains("remove it from the URL"), "{}", w[0]);
+        // Both at once: two warnings.
+        assert_eq!(warnings("amqp://user:pw@198.51.100.1/%2f", false).len(), 2);
+        // IPv6 literals (lapin's URI parser itself turns them into
+        // `localhost`, so only the address check sees them).
+        for (host, local) in [
+            ("[::1]", true),
+            ("[fd00::5]", true),
+            ("fe80::1", true),
+            ("::ffff:10.0.0.1", true),
+            ("[2001:db8::1]", false),
+            ("169.254.1.1", true),
+            ("8.8.8.8", false),
+        ] {
+            assert_eq!(is_local_or_private(host), local, "{host}");
+        }
+        // No password in the text (the parser's default `guest` is not one).
+        assert!(
+            !BrokerUrl::parse("amqps://h/%2f")
+                .expect("valid")
+                .has_password()
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -150,19 +150,9 @@ struct DrainError(String);
 
 /// Whether a permanent failure is the message's own fault (so it must go to
 /// the dead-letter exchange) rather than the queue's or the credentials'
-/// (so it must stay in RabbitMQ until that is fixed).
-pub fn message_fault(failure: &Failure, attempts: u32) -> bool {
-    const MESSAGE_CODES: &[&str] = &[
-        "InvalidMessageContents",
-        "InvalidParameterValue",
-        "MessageTooLong",
-        "BatchRequestTooLong",
-        "InvalidAttributeName",
-        "InvalidAttributeValue",
-    ];
-    // Failures found before any call are the encoder's verdict on the message
-    // (empty body, bad attribute, oversize, bad id...).
-    !failure.retryable && (attempts == 0 || MESSAGE_CODES.contains(&failure.code.as_str()))
+/// (so it must stay in RabbitMQ until that is fixed): its [`Cause`].
+pub fn message_fault(failure: &Failure) -> bool {
+    !failure.retryable && failure.cause.is_message_fault()
 }
 
 impl<T: Transport> Function<T> {
@@ -457,7 +447,7 @@ impl<T: Transport> Function<T> {
                     report.dropped += 1;
                     Action::Ack
                 }
-                Outcome::Failed(f) if message_fault(f, o.attempts) => {
+                Outcome::Failed(f) if message_fault(f) => {
                     tracing::warn!(
                         queue,
                         delivery_tag = tag,
@@ -631,18 +621,20 @@ mod tests {
     #[test]
     fn only_message_faults_go_to_the_dead_letter_exchange() {
         let permanent = |code: &str| Failure::permanent(code, "x");
-        assert!(message_fault(&permanent("EmptyBody"), 0));
-        assert!(message_fault(&permanent("MessageTooLarge"), 0));
-        assert!(message_fault(&permanent("InvalidParameterValue"), 1));
-        assert!(!message_fault(&permanent("AccessDenied"), 1));
-        assert!(!message_fault(
-            &permanent("AWS.SimpleQueueService.NonExistentQueue"),
-            1
-        ));
-        assert!(!message_fault(&Failure::transient("InternalError", "x"), 1));
-        assert!(!message_fault(
-            &Failure::transient("DeadlineExceeded", "x"),
-            0
-        ));
+        assert!(message_fault(&permanent("EmptyBody")));
+        assert!(message_fault(&permanent("MessageTooLarge")));
+        assert!(message_fault(&permanent("InvalidParameterValue")));
+        assert!(message_fault(&permanent("MissingDeduplicationId")));
+        assert!(message_fault(&permanent(
+            "AWS.SimpleQueueService.MessageTooLong"
+        )));
+        assert!(!message_fault(&permanent("AccessDenied")));
+        assert!(!message_fault(&permanent(
+            "AWS.SimpleQueueService.NonExistentQueue"
+        )));
+        assert!(!message_fault(&permanent("KmsAccessDenied")));
+        assert!(!message_fault(&permanent("SomethingNew")));
+        assert!(!message_fault(&Failure::transient("InternalError", "x")));
+        assert!(!message_fault(&Failure::transient("DeadlineExceeded", "x")));
     }
 }

@@ -31,6 +31,8 @@ pub mod acks;
 pub mod amazon_mq;
 pub mod broker;
 pub mod drain;
+pub mod fifo_id;
+pub mod fold;
 pub mod mapping;
 pub mod secret;
 pub mod settings;
@@ -175,13 +177,17 @@ impl<T: Transport> Function<T> {
         let mut secrets = Secrets::default();
         if let Some(b) = &settings.broker {
             secrets.add(b.url.password());
+            for warning in b.url.start_warnings(b.password_secret.is_some()) {
+                tracing::warn!("{warning}");
+            }
         }
         let mapper = Mapper::new(
             settings.mapping.clone(),
             settings.mode,
             fifo,
             forwarder.rules().default_group_id.clone(),
-        );
+        )
+        .with_room(fold::Room::of(&forwarder));
         Ok(Function {
             settings,
             forwarder,

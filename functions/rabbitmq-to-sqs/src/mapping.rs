@@ -11,11 +11,15 @@
 //! * the headers selected by `HEADER_ATTRIBUTES` become attributes of their
 //!   own name: text as `String`, numbers as `Number`, booleans as `String`
 //!   `true`/`false`, bytes that are not text as `Binary`, tables and arrays as
-//!   `String` JSON; empty and void values have no SQS form and are left out;
+//!   `String` JSON (nested at most [`MAX_DEPTH`] levels); empty and void
+//!   values have no SQS form and are left out; headers that cannot have an
+//!   attribute of their own (too many, a name SQS refuses) are carried in
+//!   one JSON attribute ([`crate::fold`]);
 //! * on a FIFO target, the group id comes from `GROUP_ID_FROM` (falling back
 //!   to `MESSAGE_GROUP_ID`, else the queue name) and the deduplication id
 //!   from `DEDUPLICATION_ID_FROM`; in exactly-once mode it is the correlation
-//!   id, and a message without one is refused here.
+//!   id, and a message without one is refused here. Ids SQS would refuse
+//!   are hashed ([`crate::fifo_id`]).
 
 use base64::Engine as _;
 use lapin::types::{AMQPValue, FieldTable};
@@ -23,6 +27,8 @@ use serde_json::{Map, Number, Value};
 use sqs_forwarder::encode::is_sqs_text;
 use sqs_forwarder::{Attribute, Failure, Message};
 
+use crate::fifo_id::sqs_id;
+use crate::fold::{Room, fit, report};
 use crate::settings::{DedupFrom, DeliveryMode, GroupFrom, MappingRules, Property};
 
 /// A header or property value, whatever the source.
@@ -156,7 +162,10 @@ pub fn amqp_value(v: &AMQPValue) -> FieldValue {
         AMQPValue::LongString(s) => FieldValue::Bytes(s.as_bytes().to_vec()),
         AMQPValue::ByteArray(b) => FieldValue::Bytes(b.as_slice().to_vec()),
         AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_) => {
-            FieldValue::Json(amqp_json(v).to_string())
+            let mut cut = false;
+            let json = amqp_json(v, 0, &mut cut).to_string();
+            warn_cut(cut);
+            FieldValue::Json(json)
         }
         AMQPValue::Void => FieldValue::Void,
     }
@@ -181,9 +190,19 @@ fn decimal(value: u32, scale: u8) -> String {
     format!("{int}.{frac}")
 }
 
+/// How deep tables and arrays nest in a header's JSON. Deeper values are
+/// replaced by [`TOO_DEEP`]: no real header nests this far (`x-death` is an
+/// array of tables of arrays, three levels), and the conversion never
+/// recurses further, whatever a publisher sends.
+pub const MAX_DEPTH: usize = 16;
+
+/// What stands in for a table or array nested deeper than [`MAX_DEPTH`].
+pub const TOO_DEEP: &str = "(nested deeper than 16 levels: left out)";
+
 /// An AMQP value as JSON: text stays text, bytes that are not UTF-8 become
-/// `{"base64": "..."}`.
-fn amqp_json(v: &AMQPValue) -> Value {
+/// `{"base64": "..."}`; tables and arrays deeper than [`MAX_DEPTH`] become
+/// [`TOO_DEEP`] (and `cut` is set).
+fn amqp_json(v: &AMQPValue, depth: usize, cut: &mut bool) -> Value {
     let bytes = |b: &[u8]| match std::str::from_utf8(b) {
         Ok(s) => Value::String(s.to_owned()),
         Err(_) => {
@@ -211,13 +230,49 @@ fn amqp_json(v: &AMQPValue) -> Value {
         AMQPValue::ShortString(s) => Value::String(s.as_str().to_owned()),
         AMQPValue::LongString(s) => bytes(s.as_bytes()),
         AMQPValue::ByteArray(b) => bytes(b.as_slice()),
-        AMQPValue::FieldArray(a) => Value::Array(a.as_slice().iter().map(amqp_json).collect()),
+        AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_) if depth >= MAX_DEPTH => {
+            *cut = true;
+            Value::String(TOO_DEEP.to_owned())
+        }
+        AMQPValue::FieldArray(a) => Value::Array(
+            a.as_slice()
+                .iter()
+                .map(|v| amqp_json(v, depth + 1, cut))
+                .collect(),
+        ),
         AMQPValue::FieldTable(t) => Value::Object(
             t.into_iter()
-                .map(|(k, v)| (k.as_str().to_owned(), amqp_json(v)))
+                .map(|(k, v)| (k.as_str().to_owned(), amqp_json(v, depth + 1, cut)))
                 .collect(),
         ),
         AMQPValue::Void => Value::Null,
+    }
+}
+
+/// A JSON value with tables and arrays deeper than [`MAX_DEPTH`] replaced
+/// by [`TOO_DEEP`] (and `cut` set).
+fn capped(v: &Value, depth: usize, cut: &mut bool) -> Value {
+    match v {
+        Value::Array(_) | Value::Object(_) if depth >= MAX_DEPTH => {
+            *cut = true;
+            Value::String(TOO_DEEP.to_owned())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|v| capped(v, depth + 1, cut)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), capped(v, depth + 1, cut)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn warn_cut(cut: bool) {
+    if cut {
+        tracing::warn!(
+            max_depth = MAX_DEPTH,
+            "a header nests tables or arrays deeper than {MAX_DEPTH} levels; the deeper part is replaced by {TOO_DEEP:?}"
+        );
     }
 }
 
@@ -241,30 +296,41 @@ pub fn json_value(v: &Value) -> FieldValue {
                 .unwrap_or_default();
             match bytes {
                 Some(b) => FieldValue::Bytes(b),
-                None => FieldValue::Json(v.to_string()),
+                None => {
+                    let mut cut = false;
+                    let json = capped(v, 0, &mut cut).to_string();
+                    warn_cut(cut);
+                    FieldValue::Json(json)
+                }
             }
         }
-        Value::Object(_) | Value::Array(_) => FieldValue::Json(v.to_string()),
+        Value::Object(_) | Value::Array(_) => {
+            let mut cut = false;
+            let json = capped(v, 0, &mut cut).to_string();
+            warn_cut(cut);
+            FieldValue::Json(json)
+        }
     }
 }
 
 /// An attribute for this value, or `None` when SQS has no form for it
 /// (empty or void).
-fn attribute(name: &str, value: &FieldValue) -> Option<Attribute> {
+pub(crate) fn attribute(name: &str, value: &FieldValue) -> Option<Attribute> {
+    let name = name.to_owned();
     let text_or_binary = |s: &str| {
         if s.is_empty() {
             None
         } else if is_sqs_text(s) {
-            Some(Attribute::string(name, s))
+            Some(Attribute::string(name.clone(), s))
         } else {
-            Some(Attribute::binary(name, s.as_bytes().to_vec()))
+            Some(Attribute::binary(name.clone(), s.as_bytes().to_vec()))
         }
     };
     match value {
         FieldValue::Text(s) | FieldValue::Json(s) => text_or_binary(s),
         FieldValue::Bytes(b) => match std::str::from_utf8(b) {
             Ok(s) => text_or_binary(s),
-            Err(_) => Some(Attribute::binary(name, b.clone())),
+            Err(_) => Some(Attribute::binary(name.clone(), b.clone())),
         },
         FieldValue::Number(n) => Some(Attribute::number(name, n)),
         FieldValue::Bool(b) => Some(Attribute::string(name, b.to_string())),
@@ -291,6 +357,7 @@ pub struct Mapper {
     mode: DeliveryMode,
     fifo: bool,
     default_group_id: Option<String>,
+    room: Room,
 }
 
 impl Mapper {
@@ -307,7 +374,16 @@ impl Mapper {
             mode,
             fifo,
             default_group_id,
+            room: Room::default(),
         }
+    }
+
+    /// Fit attributes into the room this forwarder leaves (its body
+    /// encoding, oversize policy and message limit; see [`crate::fold`]).
+    /// Without it: the defaults (`BODY_ENCODING=auto`, no offload, 1 MiB).
+    pub fn with_room(mut self, room: Room) -> Self {
+        self.room = room;
+        self
     }
 
     /// Whether the target is a FIFO queue.
@@ -317,21 +393,20 @@ impl Mapper {
 
     /// The SQS message for `m`, or why it must not be sent.
     pub fn message<P>(&self, m: Incoming, position: P) -> Result<Message<P>, (P, Failure)> {
-        let mut attributes = Vec::new();
+        let mut fields = Vec::new();
         for p in &self.rules.properties {
-            if let Some(v) = property(&m, *p)
-                && let Some(a) = attribute(&p.attribute_name(), &v)
-            {
-                attributes.push(a);
+            if let Some(v) = property(&m, *p) {
+                fields.push((p.attribute_name(), v));
             }
         }
         for (name, value) in &m.headers {
-            if self.rules.headers.includes(name)
-                && let Some(a) = attribute(name, value)
-            {
-                attributes.push(a);
+            if self.rules.headers.includes(name) {
+                fields.push((name.clone(), value.clone()));
             }
         }
+        let fitted = fit(fields, &m.body, &self.room);
+        report(&fitted, &m.queue);
+        let attributes = fitted.attributes;
 
         let mut dedup = None;
         let mut group = None;
@@ -372,8 +447,10 @@ impl Mapper {
 
         let mut message = Message::new(m.body, position);
         message.attributes = attributes;
-        message.group_id = group;
-        message.deduplication_id = dedup;
+        // Ids SQS would refuse (over 128 characters, not printable ASCII)
+        // are hashed: the message still goes, to a stable group.
+        message.group_id = group.map(|g| sqs_id(&g).into_owned());
+        message.deduplication_id = dedup.map(|d| sqs_id(&d).into_owned());
         Ok(message)
     }
 }
@@ -459,7 +536,7 @@ mod tests {
             m.body,
             sqs_forwarder::Body::Bytes(b"{\"order\":1}".to_vec())
         );
-        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_str()).collect();
+        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_ref()).collect();
         assert_eq!(
             names,
             vec![
@@ -630,6 +707,126 @@ mod tests {
             amqp_value(&AMQPValue::FieldArray(arr)),
             FieldValue::Json(r#"[{"count":2,"raw":{"base64":"/w=="}},null]"#.into())
         );
+    }
+
+    #[test]
+    fn fifo_ids_sqs_would_refuse_are_hashed_and_the_message_goes() {
+        use sqs_forwarder::encode::{EncodeRules, prepare};
+        let rules_fifo = EncodeRules {
+            fifo: true,
+            content_based_deduplication: Some(false),
+            ..EncodeRules::default()
+        };
+        let mapper = Mapper::new(rules(), DeliveryMode::AtLeastOnce, true, None);
+        for (routing_key, message_id) in [
+            ("k".repeat(200), "m-1".to_owned()),
+            ("commandes.été".to_owned(), "id with spaces".to_owned()),
+            ("tab\tkey".to_owned(), "i".repeat(129)),
+        ] {
+            let mut inc = incoming();
+            inc.routing_key = Some(routing_key.clone());
+            inc.properties.message_id = Some(message_id.clone());
+            let m = mapper.message(inc.clone(), 0u8).expect("mapped");
+            let group = m.group_id.clone().expect("a group");
+            let dedup = m.deduplication_id.clone().expect("a dedup id");
+            assert!(crate::fifo_id::is_valid(&group), "{group}");
+            assert!(crate::fifo_id::is_valid(&dedup), "{dedup}");
+            // Stable: the same message (redelivered) gets the same ids.
+            let again = mapper.message(inc, 0u8).expect("mapped");
+            assert_eq!(again.group_id.as_deref(), Some(group.as_str()));
+            assert_eq!(again.deduplication_id.as_deref(), Some(dedup.as_str()));
+            let (_, entry) = prepare(m, &rules_fifo);
+            entry.expect("SQS takes it (the old mapping failed it: InvalidGroupId or InvalidDeduplicationId)");
+        }
+        // Valid ids stay readable.
+        let m = mapper.message(incoming(), 0u8).expect("mapped");
+        assert_eq!(m.group_id.as_deref(), Some("orders.eu"));
+        assert_eq!(m.deduplication_id.as_deref(), Some("m-1"));
+        // The queue-name fallback too (queue names run to 255 bytes).
+        let mut inc = incoming();
+        inc.routing_key = None;
+        inc.queue = "q".repeat(255);
+        let m = mapper.message(inc, 0u8).expect("mapped");
+        assert!(m.group_id.as_deref().is_some_and(crate::fifo_id::is_valid));
+    }
+
+    #[test]
+    fn a_real_content_fault_is_still_refused() {
+        use sqs_forwarder::BodyEncoding;
+        use sqs_forwarder::encode::{EncodeRules, prepare};
+        let never = EncodeRules {
+            body_encoding: BodyEncoding::Never,
+            ..EncodeRules::default()
+        };
+        let mapper = Mapper::new(rules(), DeliveryMode::AtLeastOnce, false, None).with_room(Room {
+            body_encoding: BodyEncoding::Never,
+            ..Room::default()
+        });
+        let mut inc = incoming();
+        inc.body = vec![0xff, 0x00];
+        let m = mapper.message(inc, 0u8).expect("mapped");
+        let (_, entry) = prepare(m, &never);
+        assert_eq!(
+            entry
+                .expect_err("a binary body under BODY_ENCODING=never")
+                .code,
+            "InvalidMessageContents"
+        );
+    }
+
+    /// A table nested `depth` levels deep, built without recursion.
+    fn nested(depth: usize) -> AMQPValue {
+        let mut v = AMQPValue::LongInt(1);
+        for _ in 0..depth {
+            let mut t = BTreeMap::new();
+            t.insert(ShortString::from("a"), v);
+            v = AMQPValue::FieldTable(FieldTable::from(t));
+        }
+        v
+    }
+
+    fn json_depth(v: &Value) -> usize {
+        // Iterative: the test must not recurse either.
+        let mut deepest = 0;
+        let mut stack = vec![(v, 0usize)];
+        while let Some((v, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            match v {
+                Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+                Value::Object(m) => stack.extend(m.values().map(|x| (x, d + 1))),
+                _ => {}
+            }
+        }
+        deepest
+    }
+
+    #[test]
+    fn deeply_nested_headers_are_cut_at_the_cap() {
+        // Within the cap: all of it.
+        let FieldValue::Json(shallow) = amqp_value(&nested(MAX_DEPTH)) else {
+            panic!("JSON expected");
+        };
+        let shallow: Value = serde_json::from_str(&shallow).expect("JSON");
+        assert_eq!(json_depth(&shallow), MAX_DEPTH);
+        assert!(!shallow.to_string().contains(TOO_DEEP));
+        // Deeper: cut at the cap, the rest replaced by the marker.
+        let deep = nested(2_000);
+        let FieldValue::Json(text) = amqp_value(&deep) else {
+            panic!("JSON expected");
+        };
+        assert!(text.contains(TOO_DEEP), "{text}");
+        let value: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(json_depth(&value), MAX_DEPTH);
+        // The same for aws:rmq headers (JSON).
+        let mut j = serde_json::json!(1);
+        for _ in 0..100 {
+            j = serde_json::json!([j]);
+        }
+        let FieldValue::Json(text) = json_value(&j) else {
+            panic!("JSON expected");
+        };
+        let value: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(json_depth(&value), MAX_DEPTH);
     }
 
     #[test]

@@ -399,7 +399,7 @@ impl Settings {
                 // a name SQS refuses would fail every message carrying it.
                 if let Some(bad) = names
                     .iter()
-                    .find(|n| check_attribute(&Attribute::string(n.as_str(), "x")).is_err())
+                    .find(|n| check_attribute(&Attribute::string((*n).clone(), "x")).is_err())
                 {
                     return Err(ConfigError::new(
                         "HEADER_ATTRIBUTES",

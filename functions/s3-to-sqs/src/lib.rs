@@ -32,7 +32,7 @@ pub mod settings;
 
 pub use event::{EventError, Incoming, ObjectEvent, Via};
 pub use handler::{Handler, HandlerError, RecordFailure, Report};
-pub use object::s3_client;
+pub use object::{reader_sdk, s3_client};
 pub use settings::{EventFilter, GroupBy, Mode, Settings, VARIABLES};
 
 /// The service name in logs and metrics.

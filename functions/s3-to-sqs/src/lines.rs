@@ -263,7 +263,7 @@ async fn send_chunk<T: Transport>(
             Outcome::Failed(mut failure) => {
                 report.failed += 1;
                 retryable |= failure.retryable;
-                if failure.code == "MessageTooLarge" {
+                if failure.cause == sqs_forwarder::Cause::TooLarge {
                     failure.message = format!("the line is {len} bytes; {}", failure.message);
                 }
                 if report.failures.len() < KEPT_FAILURES {

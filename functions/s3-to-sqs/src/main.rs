@@ -3,7 +3,7 @@
 //! one stops the start with a message naming the variable.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use s3_to_sqs::{Handler, SERVICE, Settings, s3_client};
+use s3_to_sqs::{Handler, SERVICE, Settings, reader_sdk, s3_client};
 use serde_json::Value;
 use sqs_forwarder::{Env, deadline_from_epoch_millis, startup};
 
@@ -24,9 +24,10 @@ async fn main() -> Result<(), Error> {
     let started = startup::start(SERVICE, settings.sets_group_ids())
         .await
         .unwrap_or_else(|e| cannot_start(&e));
-    // The same AWS settings as the SQS client: with ASSUME_ROLE_ARN, objects
-    // are read as that role too.
-    let s3 = s3_client(&started.sdk, settings.s3_force_path_style);
+    // Objects are read with the function's own credentials: ASSUME_ROLE_ARN
+    // is for the queue only.
+    let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;
+    let s3 = s3_client(&reader, settings.s3_force_path_style);
     let margin = started.margin();
     let observability = started.observability;
     let handler = Handler::new(settings, started.forwarder, s3);

@@ -260,7 +260,7 @@ mod tests {
         let attrs: Vec<(&str, &AttributeValue)> = m
             .attributes
             .iter()
-            .map(|a| (a.name.as_str(), &a.value))
+            .map(|a| (a.name.as_ref(), &a.value))
             .collect();
         assert_eq!(
             attrs,
@@ -346,7 +346,7 @@ mod tests {
         let m = line_message(&e, FIFO, 7, b"{\"a\":1}".to_vec());
         assert_eq!(m.body, Body::Bytes(b"{\"a\":1}".to_vec()));
         assert_eq!(m.position, 7);
-        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_str()).collect();
+        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_ref()).collect();
         assert_eq!(names, ["bucket", "key", "line"]);
         assert_eq!(m.attributes[2].value, AttributeValue::Number("7".into()));
         assert_eq!(m.group_id.as_deref(), Some("acme/logs/app.log"));
@@ -357,7 +357,7 @@ mod tests {
         // A key SQS cannot carry in an attribute is left out of them.
         e.key = "odd\u{1}key".into();
         let m = line_message(&e, STANDARD, 1, b"x".to_vec());
-        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_str()).collect();
+        let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_ref()).collect();
         assert_eq!(names, ["bucket", "line"]);
         assert_eq!(m.deduplication_id, None);
     }

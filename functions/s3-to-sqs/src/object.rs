@@ -59,6 +59,24 @@ pub fn s3_client(sdk: &aws_config::SdkConfig, force_path_style: bool) -> aws_sdk
     aws_sdk_s3::Client::from_conf(conf)
 }
 
+/// The AWS settings objects are read with (lines mode): the function's own
+/// credentials, never those of `ASSUME_ROLE_ARN`. The role is for the queue
+/// (as with the claim check's payload bucket): the input bucket belongs to
+/// this stack, whose template grants the function's own role
+/// `s3:GetObject` on it. `sending` is the SDK configuration the SQS client
+/// was built from; with `assumes_role` the function's own is loaded afresh
+/// from the environment (the same chain, without the role).
+pub async fn reader_sdk(
+    sending: &aws_config::SdkConfig,
+    assumes_role: bool,
+) -> aws_config::SdkConfig {
+    if assumes_role {
+        aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+    } else {
+        sending.clone()
+    }
+}
+
 /// Whether a key or `Content-Encoding` says gzip.
 pub fn is_gzip(key: &str, content_encoding: Option<&str>) -> bool {
     let by_name = key.len() >= 3

@@ -1,0 +1,72 @@
+//! FIFO group and deduplication ids that SQS always takes.
+//!
+//! SQS takes 1..=128 printable ASCII characters as a `MessageGroupId` or
+//! `MessageDeduplicationId`. A routing key may be 255 bytes of anything, a
+//! message id or correlation id any text, so a value SQS would refuse is
+//! replaced by `sha256:` and its hex SHA-256 (71 characters), as s3-to-sqs
+//! and kinesis-to-sqs hash theirs: the same value always gives the same id
+//! (a redelivered message keeps its group and its deduplication id), and
+//! different values do not share one. A value SQS takes is used as it is.
+
+use std::borrow::Cow;
+
+use sha2::{Digest, Sha256};
+
+/// The most characters SQS allows in a group or deduplication id.
+pub const MAX_ID_CHARS: usize = 128;
+
+/// Whether SQS takes `value` as a group or deduplication id.
+pub fn is_valid(value: &str) -> bool {
+    !value.is_empty() && value.len() <= MAX_ID_CHARS && value.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// `value` when SQS takes it as an id, else `sha256:` and its hex SHA-256.
+pub fn sqs_id(value: &str) -> Cow<'_, str> {
+    if is_valid(value) {
+        return Cow::Borrowed(value);
+    }
+    let digest = Sha256::digest(value.as_bytes());
+    let mut id = String::with_capacity(7 + 64);
+    id.push_str("sha256:");
+    for b in digest {
+        id.push_str(&format!("{b:02x}"));
+    }
+    Cow::Owned(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_ids_stay_as_they_are() {
+        assert_eq!(sqs_id("orders.eu"), "orders.eu");
+        let longest = "k".repeat(MAX_ID_CHARS);
+        assert_eq!(sqs_id(&longest), longest.as_str());
+        assert_eq!(
+            sqs_id("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
+            "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+        );
+    }
+
+    #[test]
+    fn ids_sqs_refuses_are_hashed_deterministically() {
+        for bad in [
+            "k".repeat(MAX_ID_CHARS + 1),
+            "orders eu".to_owned(),
+            "commandes.été".to_owned(),
+            "tab\there".to_owned(),
+            String::new(),
+        ] {
+            let id = sqs_id(&bad).into_owned();
+            assert!(is_valid(&id), "{bad:?} gave {id:?}");
+            assert!(id.starts_with("sha256:") && id.len() == 71, "{id}");
+            assert_eq!(sqs_id(&bad), id, "same value, same id");
+        }
+        assert_ne!(
+            sqs_id(&"a".repeat(200)),
+            sqs_id(&"a".repeat(201)),
+            "different values, different ids"
+        );
+    }
+}

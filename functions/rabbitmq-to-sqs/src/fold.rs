@@ -1,0 +1,516 @@
+//! Fitting a message's properties and headers into SQS attributes.
+//!
+//! SQS takes at most ten attributes per message, names of `A-Za-z0-9_-.`
+//! only (no `AWS.`/`Amazon.` prefix), and counts every attribute's bytes in
+//! the message size. AMQP headers know none of these rules: a dead-lettered
+//! message alone carries `x-death`, `x-first-death-exchange`,
+//! `x-first-death-queue`, `x-first-death-reason`, `x-last-death-*`... Headers
+//! must never cost a message, so:
+//!
+//! 1. every property and header that SQS takes as an attribute of its own
+//!    keeps one, in order (properties first, then headers as the source gave
+//!    them), as long as slots are left: ten, less one for the body-encoding
+//!    marker when the body will be encoded, less one for the claim check's
+//!    size attribute under `OVERSIZE_POLICY=offload`;
+//! 2. the rest (names SQS refuses, names the forwarder reserves, and what
+//!    found no slot) is carried in **one** `String` attribute,
+//!    [`FOLDED_ATTRIBUTE`], holding a JSON object of name → value (text as
+//!    JSON strings, numbers as numbers, booleans, tables and arrays as JSON,
+//!    bytes that are not UTF-8 as `{"base64": "..."}`); a `Binary`
+//!    attribute with the same JSON as UTF-8 bytes when the text holds a
+//!    character SQS refuses in a `String`;
+//! 3. if the attributes would push the message over the largest message the
+//!    queue takes, the largest headers are left out, one at a time, until
+//!    the message fits (counted in `HeadersDropped`, logged by name). The
+//!    body is never touched: a body too large on its own is the oversize
+//!    policy's business, as before.
+//!
+//! What was folded or dropped is counted (`HeadersFolded`,
+//! `HeadersDropped`) and logged by header name (never by value).
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+use sqs_forwarder::encode::{check_attribute, is_sqs_text};
+use sqs_forwarder::offload::{LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE};
+use sqs_forwarder::{Attribute, BodyEncoding, Forwarder, OversizePolicy};
+
+use crate::mapping::{FieldValue, attribute};
+
+/// The attribute that carries the headers (and properties) that have no
+/// attribute of their own.
+pub const FOLDED_ATTRIBUTE: &str = "amqp.headers";
+
+/// Metric: headers carried in [`FOLDED_ATTRIBUTE`] instead of an attribute
+/// of their own.
+pub const HEADERS_FOLDED: &str = "HeadersFolded";
+/// Metric: headers left out because the message would not fit otherwise.
+pub const HEADERS_DROPPED: &str = "HeadersDropped";
+
+/// Room kept for a claim-check pointer under `OVERSIZE_POLICY=offload`: its
+/// body (the pointer JSON with a bucket of at most 63 and a key of at most
+/// 512 + 36 characters) and its size attribute take less than this.
+const POINTER_ALLOWANCE: usize = 1024;
+
+/// SQS's limit on attributes per message.
+const MAX_ATTRIBUTES: usize = sqs_forwarder::limits::MAX_ATTRIBUTES;
+
+/// What the forwarder will do to a message that bears on its attributes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Room {
+    /// `BODY_ENCODING`.
+    pub body_encoding: BodyEncoding,
+    /// `ENCODING_ATTRIBUTE`: the marker an encoded body gets.
+    pub marker_attribute: String,
+    /// Whether oversize messages are offloaded (one slot goes to the size
+    /// attribute, and the body may become a short pointer).
+    pub offload: bool,
+    /// The largest message the queue takes, body and attributes.
+    pub largest_message: usize,
+}
+
+impl Default for Room {
+    fn default() -> Self {
+        Room {
+            body_encoding: BodyEncoding::Auto,
+            marker_attribute: sqs_forwarder::encode::DEFAULT_ENCODING_ATTRIBUTE.to_owned(),
+            offload: false,
+            largest_message: sqs_forwarder::limits::MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+impl Room {
+    /// The room a forwarder leaves.
+    pub fn of<T: sqs_forwarder::Transport>(forwarder: &Forwarder<T>) -> Self {
+        let rules = forwarder.rules();
+        let settings = forwarder.settings();
+        Room {
+            body_encoding: rules.body_encoding,
+            marker_attribute: rules.marker_attribute.clone(),
+            offload: settings.oversize == OversizePolicy::Offload,
+            largest_message: settings.limits.largest_message(),
+        }
+    }
+
+    /// Whether the forwarder will base64-encode this body.
+    fn encodes(&self, body: &[u8]) -> bool {
+        match self.body_encoding {
+            BodyEncoding::Always => true,
+            BodyEncoding::Never => false,
+            BodyEncoding::Auto => !std::str::from_utf8(body).is_ok_and(is_sqs_text),
+        }
+    }
+
+    fn reserved(&self, name: &str) -> bool {
+        name == FOLDED_ATTRIBUTE
+            || name == self.marker_attribute
+            || name == SIZE_ATTRIBUTE
+            || name == LEGACY_SIZE_ATTRIBUTE
+    }
+}
+
+/// The attributes of one message, and what did not get one of its own.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Fitted {
+    /// The attributes, [`FOLDED_ATTRIBUTE`] last when there is one.
+    pub attributes: Vec<Attribute>,
+    /// Names carried in [`FOLDED_ATTRIBUTE`].
+    pub folded: Vec<String>,
+    /// Names left out for size.
+    pub dropped: Vec<String>,
+}
+
+enum Slot {
+    /// An attribute of its own, and the field's value should it be folded.
+    Own(Attribute, FieldValue),
+    Folded(String, Value),
+}
+
+impl Slot {
+    fn name(&self) -> &str {
+        match self {
+            Slot::Own(a, _) => &a.name,
+            Slot::Folded(n, _) => n,
+        }
+    }
+
+    /// Bytes it adds to the message (roughly, for a folded one: its JSON).
+    fn cost(&self) -> usize {
+        match self {
+            Slot::Own(a, _) => a.size(),
+            Slot::Folded(n, v) => n.len() + v.to_string().len() + 4,
+        }
+    }
+}
+
+/// Fit `fields` (properties first, then headers, in order) onto a message
+/// with this `body`.
+pub fn fit(fields: Vec<(String, FieldValue)>, body: &[u8], room: &Room) -> Fitted {
+    let encoded = room.encodes(body);
+    let slots_left = MAX_ATTRIBUTES - usize::from(encoded) - usize::from(room.offload);
+
+    // Own attribute or folded, in the fields' order.
+    let mut slots: Vec<Slot> = Vec::with_capacity(fields.len());
+    for (name, value) in fields {
+        let Some(a) = attribute(&name, &value) else {
+            continue; // empty or void: no SQS form, folded or not
+        };
+        let own = check_attribute(&a).is_ok()
+            && !room.reserved(&name)
+            && !slots.iter().any(|s| s.name() == name);
+        if own {
+            slots.push(Slot::Own(a, value));
+        } else {
+            slots.push(Slot::Folded(name, json(&value)));
+        }
+    }
+    let owns = slots.iter().filter(|s| matches!(s, Slot::Own(..))).count();
+    let any_folded = owns < slots.len();
+    if owns > slots_left || (any_folded && owns >= slots_left) {
+        // One slot goes to the folded attribute; the last owns give theirs up.
+        let mut keep = slots_left.saturating_sub(1);
+        for s in &mut slots {
+            if let Slot::Own(a, value) = s {
+                if keep > 0 {
+                    keep -= 1;
+                } else {
+                    *s = Slot::Folded(std::mem::take(&mut a.name).into_owned(), json(value));
+                }
+            }
+        }
+    }
+
+    // Bytes: the body as SQS will count it (a pointer's under offload), and
+    // the marker.
+    let body_cost = if encoded {
+        body.len().div_ceil(3) * 4 + room.marker_attribute.len() + "String".len() + "base64".len()
+    } else {
+        body.len()
+    };
+    let body_cost = if room.offload {
+        body_cost.min(POINTER_ALLOWANCE)
+    } else {
+        body_cost
+    };
+    let mut dropped = Vec::new();
+    if let Some(room_for_attributes) = room.largest_message.checked_sub(body_cost) {
+        loop {
+            let attributes = assemble(&slots);
+            let size: usize = attributes.iter().map(Attribute::size).sum();
+            if size <= room_for_attributes {
+                break;
+            }
+            let Some((largest, _)) = slots.iter().enumerate().max_by_key(|(_, s)| s.cost()) else {
+                break;
+            };
+            dropped.push(slots.remove(largest).name().to_owned());
+        }
+    }
+    // A body too large on its own: the oversize policy decides, attributes
+    // or not.
+
+    let folded = slots
+        .iter()
+        .filter_map(|s| match s {
+            Slot::Folded(n, _) => Some(n.clone()),
+            Slot::Own(..) => None,
+        })
+        .collect();
+    Fitted {
+        attributes: assemble(&slots),
+        folded,
+        dropped,
+    }
+}
+
+/// The attributes of `slots`: the own ones in order, then the folded ones
+/// in one attribute.
+fn assemble(slots: &[Slot]) -> Vec<Attribute> {
+    let mut attributes = Vec::with_capacity(slots.len().min(MAX_ATTRIBUTES));
+    let mut folded = Map::new();
+    for s in slots {
+        match s {
+            Slot::Own(a, _) => attributes.push(a.clone()),
+            Slot::Folded(n, v) => {
+                folded.insert(n.clone(), v.clone());
+            }
+        }
+    }
+    if !folded.is_empty() {
+        let text = Value::Object(folded).to_string();
+        attributes.push(if is_sqs_text(&text) {
+            Attribute::string(FOLDED_ATTRIBUTE, text)
+        } else {
+            Attribute::binary(FOLDED_ATTRIBUTE, text.into_bytes())
+        });
+    }
+    attributes
+}
+
+fn bytes_json(b: &[u8]) -> Value {
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::String(s.to_owned()),
+        Err(_) => {
+            let mut m = Map::new();
+            m.insert(
+                "base64".into(),
+                Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            );
+            Value::Object(m)
+        }
+    }
+}
+
+/// A field value in the folded JSON.
+fn json(value: &FieldValue) -> Value {
+    match value {
+        FieldValue::Text(s) => Value::String(s.clone()),
+        FieldValue::Bytes(b) => bytes_json(b),
+        FieldValue::Number(n) => serde_json::from_str::<serde_json::Number>(n)
+            .map_or_else(|_| Value::String(n.clone()), Value::Number),
+        FieldValue::Bool(b) => Value::Bool(*b),
+        // Our own JSON, nested at most `mapping::MAX_DEPTH` levels.
+        FieldValue::Json(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+        FieldValue::Void => Value::Null,
+    }
+}
+
+/// Count and log what [`fit`] folded and dropped for one message.
+pub fn report(fitted: &Fitted, queue: &str) {
+    if !fitted.folded.is_empty() {
+        metrics::counter!(HEADERS_FOLDED).increment(fitted.folded.len() as u64);
+        tracing::info!(
+            queue,
+            folded = ?fitted.folded,
+            "headers without an SQS attribute of their own (too many, or a name SQS refuses) are carried in the {FOLDED_ATTRIBUTE} attribute"
+        );
+    }
+    if !fitted.dropped.is_empty() {
+        metrics::counter!(HEADERS_DROPPED).increment(fitted.dropped.len() as u64);
+        tracing::warn!(
+            queue,
+            dropped = ?fitted.dropped,
+            "headers left out: with them the message would exceed the largest message the queue takes"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use sqs_forwarder::encode::{EncodeRules, prepare};
+    use sqs_forwarder::{Failure, Message};
+
+    use super::*;
+
+    /// The headers RabbitMQ adds to a dead-lettered message, and a few of
+    /// the publisher's.
+    fn dead_lettered() -> Vec<(String, FieldValue)> {
+        let text = |n: &str, v: &str| (n.to_owned(), FieldValue::Bytes(v.as_bytes().to_vec()));
+        vec![
+            (
+                "amqp.content-type".into(),
+                FieldValue::Text("application/json".into()),
+            ),
+            (
+                "amqp.routing-key".into(),
+                FieldValue::Text("orders.eu".into()),
+            ),
+            (
+                "x-death".into(),
+                FieldValue::Json(r#"[{"count":1,"queue":"orders","reason":"rejected"}]"#.into()),
+            ),
+            text("x-first-death-exchange", "orders"),
+            text("x-first-death-queue", "orders"),
+            text("x-first-death-reason", "rejected"),
+            text("x-last-death-exchange", "orders"),
+            text("x-last-death-queue", "orders"),
+            text("x-last-death-reason", "rejected"),
+            text("tenant", "acme"),
+            ("attempt".into(), FieldValue::Number("3".into())),
+            ("urgent".into(), FieldValue::Bool(true)),
+        ]
+    }
+
+    /// Through the shared crate's own check: the message SQS would get,
+    /// or why it would refuse it.
+    fn prepared(
+        attributes: Vec<Attribute>,
+        body: &[u8],
+        rules: &EncodeRules,
+    ) -> Result<usize, Failure> {
+        let mut m = Message::new(body.to_vec(), 0u8);
+        m.attributes = attributes;
+        prepare(m, rules).1.map(|e| e.size)
+    }
+
+    fn folded_json(f: &Fitted) -> Value {
+        let a = f
+            .attributes
+            .iter()
+            .find(|a| a.name == FOLDED_ATTRIBUTE)
+            .expect("a folded attribute");
+        match &a.value {
+            sqs_forwarder::AttributeValue::String(s) => serde_json::from_str(s).expect("JSON"),
+            other => panic!("not a String: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_dead_lettered_message_keeps_every_header() {
+        let fields = dead_lettered();
+        let f = fit(fields.clone(), b"{\"order\":1}", &Room::default());
+        assert_eq!(f.attributes.len(), 10, "{:?}", f.attributes);
+        // Nine of their own, in order, then the rest in one JSON attribute.
+        let own: Vec<&str> = f.attributes[..9].iter().map(|a| a.name.as_ref()).collect();
+        let names: Vec<&str> = fields[..9].iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(own, names);
+        assert_eq!(f.folded, ["tenant", "attempt", "urgent"]);
+        assert!(f.dropped.is_empty());
+        assert_eq!(
+            folded_json(&f),
+            serde_json::json!({"tenant": "acme", "attempt": 3, "urgent": true})
+        );
+        // SQS takes it (the old mapping failed it: TooManyAttributes).
+        prepared(f.attributes, b"{\"order\":1}", &EncodeRules::default()).expect("SQS takes it");
+    }
+
+    #[test]
+    fn names_sqs_refuses_or_the_forwarder_reserves_are_folded() {
+        let fields = vec![
+            ("tenant".to_owned(), FieldValue::Text("acme".into())),
+            ("has space".to_owned(), FieldValue::Text("a".into())),
+            ("AWS.trace".to_owned(), FieldValue::Text("b".into())),
+            ("x..y".to_owned(), FieldValue::Number("1.5".into())),
+            (
+                "sqs-forwarder.encoding".to_owned(),
+                FieldValue::Text("c".into()),
+            ),
+            (
+                "ExtendedPayloadSize".to_owned(),
+                FieldValue::Number("9".into()),
+            ),
+            ("amqp.headers".to_owned(), FieldValue::Text("d".into())),
+            ("tenant".to_owned(), FieldValue::Text("twice".into())),
+            ("nothing".to_owned(), FieldValue::Void),
+        ];
+        let f = fit(fields, &[0xff, 0xfe], &Room::default());
+        assert_eq!(f.attributes.len(), 2, "{:?}", f.attributes);
+        assert_eq!(f.attributes[0], Attribute::string("tenant", "acme"));
+        assert_eq!(
+            folded_json(&f),
+            serde_json::json!({
+                "has space": "a", "AWS.trace": "b", "x..y": 1.5,
+                "sqs-forwarder.encoding": "c", "ExtendedPayloadSize": 9,
+                "amqp.headers": "d", "tenant": "twice"
+            })
+        );
+        // The binary body gets the marker; SQS takes the rest.
+        prepared(f.attributes, &[0xff, 0xfe], &EncodeRules::default()).expect("SQS takes it");
+    }
+
+    #[test]
+    fn the_marker_and_the_claim_check_keep_their_slots() {
+        let fields = dead_lettered();
+        // A binary body: the marker takes a slot, so 8 of their own.
+        let f = fit(fields.clone(), &[0x00, 0xff], &Room::default());
+        assert_eq!(f.attributes.len(), 9);
+        assert_eq!(f.folded.len(), 12 - 8);
+        prepared(f.attributes, &[0x00, 0xff], &EncodeRules::default()).expect("SQS takes it");
+        // Offload: the size attribute takes one more.
+        let room = Room {
+            offload: true,
+            ..Room::default()
+        };
+        let f = fit(fields, &[0x00, 0xff], &room);
+        assert_eq!(f.attributes.len(), 8);
+        assert_eq!(f.folded.len(), 12 - 7);
+        // Ten fields exactly, text body, no offload: no folding at all.
+        let ten: Vec<_> = dead_lettered().into_iter().take(10).collect();
+        let f = fit(ten, b"text", &Room::default());
+        assert_eq!(f.attributes.len(), 10);
+        assert!(f.folded.is_empty());
+        assert!(f.attributes.iter().all(|a| a.name != FOLDED_ATTRIBUTE));
+    }
+
+    #[test]
+    fn headers_that_would_not_fit_the_message_are_dropped_largest_first() {
+        let room = Room {
+            largest_message: 1024,
+            ..Room::default()
+        };
+        let fields = vec![
+            ("small".to_owned(), FieldValue::Text("s".into())),
+            ("big".to_owned(), FieldValue::Text("b".repeat(900))),
+            ("has space".to_owned(), FieldValue::Text("x".repeat(300))),
+        ];
+        let body = vec![b'a'; 200];
+        let f = fit(fields, &body, &room);
+        assert_eq!(f.dropped, ["big"]);
+        assert_eq!(f.folded, ["has space"]);
+        let size = prepared(f.attributes, &body, &EncodeRules::default()).expect("SQS takes it");
+        assert!(size <= 1024, "{size}");
+        // A body too large on its own is the oversize policy's: nothing is
+        // dropped for it.
+        let f = fit(
+            vec![("small".to_owned(), FieldValue::Text("s".into()))],
+            &vec![b'a'; 2000],
+            &room,
+        );
+        assert!(f.dropped.is_empty());
+        assert_eq!(f.attributes.len(), 1);
+    }
+
+    #[test]
+    fn a_folded_value_sqs_refuses_as_text_goes_as_binary() {
+        let fields = vec![("bad name".to_owned(), FieldValue::Text("\u{fffe}".into()))];
+        let f = fit(fields, b"text", &Room::default());
+        let a = &f.attributes[0];
+        assert_eq!(a.name, FOLDED_ATTRIBUTE);
+        assert_eq!(
+            a.value,
+            sqs_forwarder::AttributeValue::Binary(
+                "{\"bad name\":\"\u{fffe}\"}".as_bytes().to_vec()
+            )
+        );
+        prepared(f.attributes, b"text", &EncodeRules::default()).expect("SQS takes it");
+    }
+
+    fn field_value() -> impl Strategy<Value = FieldValue> {
+        prop_oneof![
+            ".{0,20}".prop_map(FieldValue::Text),
+            prop::collection::vec(any::<u8>(), 0..20).prop_map(FieldValue::Bytes),
+            any::<i64>().prop_map(|n| FieldValue::Number(n.to_string())),
+            any::<f64>().prop_map(|f| FieldValue::Number(f.to_string())),
+            any::<bool>().prop_map(FieldValue::Bool),
+            Just(FieldValue::Void),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(sqs_forwarder::test_support::proptest_cases(256)))]
+
+        /// Whatever the headers, the message they are fitted to is one SQS
+        /// takes, as long as its body is one SQS takes alone.
+        #[test]
+        fn any_headers_fit_a_message_sqs_takes(
+            fields in prop::collection::vec((".{1,12}", field_value()), 0..30),
+            body in prop::collection::vec(any::<u8>(), 1..300),
+            offload in any::<bool>(),
+            largest in 1024usize..4096,
+        ) {
+            let room = Room { offload, largest_message: largest, ..Room::default() };
+            let f = fit(fields, &body, &room);
+            let rules = EncodeRules::default();
+            let size = prepared(f.attributes.clone(), &body, &rules);
+            prop_assert!(size.is_ok(), "{:?} for {:?}", size, f.attributes);
+            let limit = if offload { 10 - 1 } else { 10 };
+            let marker = usize::from(!std::str::from_utf8(&body).is_ok_and(is_sqs_text));
+            prop_assert!(f.attributes.len() + marker <= limit);
+            let encoded_len = if marker == 1 { body.len().div_ceil(3) * 4 } else { body.len() };
+            if !offload && encoded_len + 40 <= largest {
+                prop_assert!(size.unwrap_or_default() <= largest);
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! # replay
+//!
+//! Takes what Lambda finally gave up on out of the template's on-failure
+//! queue and sends it to the target queue, once, through the functions' own
+//! code; tells what it did per entry.
+//!
+//! * A Kinesis entry (`KinesisBatchInfo`) names a shard and a sequence-number
+//!   range: the records are read back from the stream ([`stream`]) and go
+//!   through [`kinesis_to_sqs::handle`] ([`kinesis`]).
+//! * An S3 entry (the asynchronous invocation record) carries the original
+//!   event: it goes through s3-to-sqs's handler ([`s3`]).
+//!
+//! An entry is deleted only when everything it stands for was sent; what
+//! the stream no longer has is reported with its range ([`report`]). The
+//! flow: [`entry`] (read an entry) → [`stream`] → [`kinesis`] or [`s3`] →
+//! [`run`] (delete or keep) → [`report`]. `--dry-run` counts instead of
+//! sending ([`dry_run`]).
+//!
+//! It is a command, not a Lambda function: an operator runs it once the
+//! cause is fixed, watches its progress and reads its report; a long replay
+//! is not cut short by a Lambda timeout.
+
+#![warn(missing_docs)]
+
+pub mod dry_run;
+pub mod entry;
+pub mod kinesis;
+pub mod report;
+pub mod run;
+pub mod s3;
+pub mod stream;
+
+pub use run::{Options, Replayer};
+
+/// The service name in logs (and the `Service` dimension of metrics).
+pub const SERVICE: &str = "replay";

@@ -1,0 +1,38 @@
+//! Replaying an S3 event: the original event from the invocation record goes
+//! through s3-to-sqs's own [`Handler`], as Lambda's retry would have sent it
+//! (notification or lines mode, `EVENT_NAMES`, FIFO ids: the function's
+//! settings, read from the same variables).
+
+use s3_to_sqs::{Handler, HandlerError};
+use sqs_forwarder::Transport;
+
+use crate::entry::S3Event;
+
+/// What replaying one S3 event did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventOutcome {
+    /// Every record was forwarded (or left out by `EVENT_NAMES`, or is about
+    /// an object overwritten since, as the function itself would answer).
+    Sent {
+        /// Records in the event.
+        records: usize,
+        /// Messages SQS accepted.
+        messages: u64,
+    },
+    /// Some records did not reach SQS; the function's own error says which.
+    Failed(String),
+    /// s3-to-sqs cannot read the event.
+    Unreadable(String),
+}
+
+/// Forward `event` with s3-to-sqs.
+pub async fn replay<T: Transport>(handler: &Handler<T>, event: &S3Event) -> EventOutcome {
+    match handler.handle(event.payload.clone(), None).await {
+        Ok(report) => EventOutcome::Sent {
+            records: report.records,
+            messages: report.messages_sent,
+        },
+        Err(e @ HandlerError::NotForwarded { .. }) => EventOutcome::Failed(e.to_string()),
+        Err(e @ HandlerError::Event(_)) => EventOutcome::Unreadable(e.to_string()),
+    }
+}

@@ -1,0 +1,408 @@
+"""The dashboard and the outputs of template.yaml, checked against the code.
+
+Used by scripts/check_template.py (and scripts/deploy_build.py, which checks
+that the built functions' metrics are on the dashboard).
+
+* The metrics the code emits are read from the Rust source
+  (scripts/emitted_metrics.py), not listed here: renaming a metric in the
+  code without the dashboard fails the check. The namespace is the
+  template's `METRICS_NAMESPACE` if it sets one, else the code's default.
+* The dashboard body is rendered as CloudFormation would
+  (scripts/template_render.py) for several sets of parameters (conditions
+  on or off); every rendering must be valid JSON.
+"""
+
+import copy
+import json
+import os
+import re
+
+from emitted_metrics import code_metrics, read_source
+from template_render import NOVALUE, Stack
+
+# The AWS metrics the dashboard may show (AWS docs: "Monitoring functions"
+# (AWS/Lambda) and "Available CloudWatch metrics for Amazon SQS").
+AWS_METRICS = {
+    "AWS/Lambda": ({"Errors", "Throttles", "Duration", "Invocations", "IteratorAge",
+                    "ConcurrentExecutions", "AsyncEventAge", "AsyncEventsDropped"}, "FunctionName"),
+    "AWS/SQS": ({"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
+                 "ApproximateNumberOfMessagesNotVisible", "NumberOfMessagesSent"}, "QueueName"),
+}
+LAMBDA_ROW = ["Errors", "Throttles", "Duration"]
+QUEUE_METRICS = ["ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"]
+
+# Parameter sets the dashboard and outputs are rendered with: the defaults,
+# then the conditions flipped.
+SCENARIOS = [
+    ("defaults", {}),
+    ("FIFO, offload", {"QueueType": "fifo", "OversizePolicy": "offload"}),
+    ("existing queue and stream", {"TargetQueueArn": "arn:aws:sqs:eu-west-1:222222222222:orders",
+                                   "KinesisStreamArn": "arn:aws:kinesis:us-east-1:111111111111:stream/s"}),
+]
+
+
+# ---- The dashboard -------------------------------------------------------------------
+
+def dashboards(tpl):
+    return {n: r for n, r in tpl.get("Resources", {}).items() if r.get("Type") == "AWS::CloudWatch::Dashboard"}
+
+
+def metric_lines(body):
+    """(widget, namespace, name, dimensions dict, options) of every metric on
+    a dashboard; "." repeats the previous line's value."""
+    out = []
+    for w in body.get("widgets", []):
+        if w.get("type") != "metric":
+            continue
+        prev = []
+        for line in w.get("properties", {}).get("metrics", []):
+            opts = line[-1] if line and isinstance(line[-1], dict) else {}
+            vals = [x for x in line if not isinstance(x, dict)]
+            vals = [prev[i] if x == "." and i < len(prev) else x for i, x in enumerate(vals)]
+            prev = vals
+            if len(vals) < 2 or len(vals) % 2:
+                out.append((w, None, str(line), {}, opts))
+                continue
+            out.append((w, vals[0], vals[1], dict(zip(vals[2::2], vals[3::2])), opts))
+    return out
+
+
+def function_crates(tpl):
+    return {n: os.path.basename(str(r.get("Properties", {}).get("CodeUri", "")).rstrip("/"))
+            for n, r in tpl.get("Resources", {}).items() if r.get("Type") == "AWS::Serverless::Function"}
+
+
+def namespace_of(stack, code):
+    env = stack.tpl.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {})
+    ns = stack.render(env["METRICS_NAMESPACE"]) if "METRICS_NAMESPACE" in env else NOVALUE
+    return code["namespace"] if ns is NOVALUE else ns
+
+
+def check_body(stack, body, code):
+    """Problems of one rendered dashboard, by check: 'emitted', 'aws',
+    'rows', 'queues', 'alarms', 'grid'."""
+    p = {k: [] for k in ("emitted", "aws", "rows", "queues", "alarms", "grid")}
+    crates = function_crates(stack.tpl)
+    services = {code["functions"][c]["service"]: c for c in crates.values() if c in code["functions"]}
+    ns = namespace_of(stack, code)
+    lines = metric_lines(body)
+    shown = set()  # (namespace, name, frozenset(dims.items()))
+    for w, namespace, name, dims, _ in lines:
+        shown.add((namespace, name, frozenset(dims.items())))
+        if namespace is None:
+            p["emitted"].append(f"unreadable metric line {name}")
+        elif namespace.startswith("AWS/"):
+            allowed, dim = AWS_METRICS.get(namespace, (set(), None))
+            if name not in allowed:
+                p["aws"].append(f"{namespace} {name} is not a metric the dashboard may show")
+            target = dims.get(dim, "") if set(dims) == {dim} else ""
+            m = re.fullmatch(r"<([A-Za-z0-9]+)(\.QueueName)?>", target)
+            kind = {"FunctionName": "AWS::Serverless::Function", "QueueName": "AWS::SQS::Queue"}.get(dim)
+            if not m or m.group(1) not in stack.resources or stack.resources[m.group(1)].get("Type") != kind \
+                    or (dim == "QueueName") != bool(m.group(2)):
+                p["aws"].append(f"{namespace} {name} {dims}: not a {kind} of the stack")
+        else:
+            service = dims.get(code["dimensions"][0]) if code["dimensions"] else None
+            if namespace != ns:
+                p["emitted"].append(f"{name}: namespace {namespace}, the code emits {ns}")
+            if sorted(dims) != sorted(code["dimensions"]):
+                p["emitted"].append(f"{name}: dimensions {sorted(dims)}, the code emits {code['dimensions']}")
+            elif service not in services:
+                p["emitted"].append(f"{name}: no function has the service {service!r}")
+            elif name not in code["functions"][services[service]]["metrics"]:
+                p["emitted"].append(f"{name}: {service} does not emit it")
+
+    # One row per function, with everything its code emits and its Lambda metrics.
+    rows = {}
+    for fn, crate in crates.items():
+        info = code["functions"].get(crate)
+        if not info:
+            p["rows"].append(f"{fn}: no crate {crate}")
+            continue
+        service = info["service"]
+        want = [(ns, m, frozenset({code["dimensions"][0]: service}.items()) if code["dimensions"] else None)
+                for m in sorted(info["metrics"])]
+        lambda_metrics = LAMBDA_ROW + (["IteratorAge"] if is_stream_consumer(stack.tpl, fn) else [])
+        want += [("AWS/Lambda", m, frozenset({"FunctionName": f"<{fn}>"}.items())) for m in lambda_metrics]
+        missing = [f"{n} {m}" for n, m, d in want if (n, m, d) not in shown]
+        if missing:
+            p["rows"].append(f"{fn}: not on the dashboard: {missing}")
+        ys = {w.get("y") for w, namespace, name, dims, _ in lines
+              if dims in ({"FunctionName": f"<{fn}>"}, {code["dimensions"][0]: service} if code["dimensions"] else {})}
+        if len(ys) != 1:
+            p["rows"].append(f"{fn}: its widgets are on {len(ys)} rows ({sorted(y for y in ys if y is not None)})")
+        else:
+            rows.setdefault(ys.pop(), []).append(fn)
+    for y, fns in rows.items():
+        if len(fns) > 1:
+            p["rows"].append(f"{fns} share the row at y={y}")
+
+    # Every queue of the stack.
+    for q, r in stack.resources.items():
+        if r.get("Type") == "AWS::SQS::Queue":
+            for m in QUEUE_METRICS:
+                if ("AWS/SQS", m, frozenset({"QueueName": f"<{q}.QueueName>"}.items())) not in shown:
+                    p["queues"].append(f"{q}: {m} not on the dashboard")
+
+    # Every alarm: on an alarm widget, and its metric on a graph.
+    on_widgets = set()
+    for w in body.get("widgets", []):
+        on_widgets.update(w.get("properties", {}).get("alarms", []) or [])
+        on_widgets.update((w.get("properties", {}).get("annotations", {}) or {}).get("alarms", []) or [])
+    for a, r in stack.resources.items():
+        if r.get("Type") != "AWS::CloudWatch::Alarm":
+            continue
+        if f"<{a}.Arn>" not in on_widgets:
+            p["alarms"].append(f"{a}: on no alarm widget")
+        props = stack.render(r.get("Properties", {}))
+        dims = frozenset((d["Name"], d["Value"]) for d in props.get("Dimensions", []))
+        if (props.get("Namespace"), props.get("MetricName"), dims) not in shown:
+            p["alarms"].append(f"{a}: its metric {props.get('Namespace')} {props.get('MetricName')} is on no graph")
+    for arn in on_widgets:
+        m = re.fullmatch(r"<([A-Za-z0-9]+)\.Arn>", str(arn))
+        if not m or m.group(1) not in stack.resources:
+            p["alarms"].append(f"alarm widget names {arn}, not an alarm of the stack")
+
+    # The 24-column grid, no overlaps.
+    cells = {}
+    for i, w in enumerate(body.get("widgets", [])):
+        x, y, wd, h = (w.get(k) for k in ("x", "y", "width", "height"))
+        if not all(isinstance(v, int) for v in (x, y, wd, h)) or x < 0 or x + wd > 24:
+            p["grid"].append(f"widget {i} ({w.get('properties', {}).get('title')}) is off the grid")
+            continue
+        for cx in range(x, x + wd):
+            for cy in range(y, y + h):
+                if (cx, cy) in cells:
+                    p["grid"].append(f"widgets {cells[(cx, cy)]} and {i} overlap at x={cx}, y={cy}")
+                    break
+                cells[(cx, cy)] = i
+            else:
+                continue
+            break
+    return p
+
+
+def is_stream_consumer(tpl, fn):
+    events = tpl["Resources"][fn].get("Properties", {}).get("Events", {}) or {}
+    return any(e.get("Type") in ("Kinesis", "DynamoDB") for e in events.values())
+
+
+def render_dashboards(tpl, overrides):
+    """(stack, {dashboard: parsed body or the JSON error})."""
+    stack = Stack(tpl, overrides)
+    out = {}
+    for name in dashboards(tpl):
+        if name not in stack.resources:
+            continue
+        text = stack.render(tpl["Resources"][name]["Properties"]["DashboardBody"])
+        try:
+            out[name] = json.loads(text)
+        except (TypeError, ValueError) as e:
+            out[name] = e
+    return stack, out
+
+
+def check_outputs(stack):
+    """What a user needs after `sam deploy`: the HTTP endpoint, every queue's
+    URL, the dashboard's console URL, the payload bucket when it exists."""
+    outputs = {}
+    for n, o in stack.tpl.get("Outputs", {}).items():
+        if o.get("Condition") is None or stack.conds.get(o["Condition"]):
+            outputs[n] = str(stack.render(o.get("Value")))
+    problems = []
+    for r, res in stack.resources.items():
+        kind = res.get("Type")
+        need = {"AWS::SQS::Queue": f"<{r}>", "AWS::CloudWatch::Dashboard": f"<{r}>",
+                "AWS::ApiGatewayV2::Api": f"https://<{r}>.execute-api."}.get(kind)
+        if kind == "AWS::S3::Bucket" and r == "PayloadBucket":
+            need = f"<{r}>"
+        if need and not any(need in v for v in outputs.values()):
+            problems.append(f"{r} ({kind}): no output gives it")
+    dash = [v for v in outputs.values() if "console.aws.amazon.com/cloudwatch" in v and "#dashboards/dashboard/<" in v]
+    if dashboards(stack.tpl) and not dash:
+        problems.append("no output is the dashboard's console URL")
+    return problems
+
+
+def readme_names(root, heading, readme=None):
+    """The backticked names in the first column of the table under `heading`
+    in README.md."""
+    text = readme if readme is not None else open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    if heading not in text:
+        return set()
+    section = text.split(heading, 1)[1].split("\n#", 1)[0]
+    names = set()
+    for line in section.splitlines():
+        if line.startswith("| ") and not line.startswith("|---"):
+            names.update(re.findall(r"`([A-Za-z0-9]+)`", line.split("|")[1]))
+    return names
+
+
+OUTPUTS_HEADING = "### After `sam deploy`: the outputs"
+ALARMS_HEADING = "### Which alarm fires for which failure"
+
+
+def readme_matches(tpl, root, readme=None):
+    """Problems: template outputs and alarms the README's tables do not
+    name, and names there the template does not have."""
+    problems = []
+    outputs = set(tpl.get("Outputs", {}))
+    alarms = {n for n, r in tpl.get("Resources", {}).items() if r.get("Type") == "AWS::CloudWatch::Alarm"}
+    for what, have, heading in (("output", outputs, OUTPUTS_HEADING), ("alarm", alarms, ALARMS_HEADING)):
+        documented = readme_names(root, heading, readme)
+        problems += [f"{what} {n} is not in the README's table" for n in sorted(have - documented)]
+        problems += [f"the README's table names {what} {n}, the template has none" for n in sorted(documented - have)]
+    return problems
+
+
+def run(tpl, root, check):
+    """All dashboard and output checks, then their negative tests."""
+    crates = sorted(set(function_crates(tpl).values()))
+    code = code_metrics(root, crates=crates)
+    check(not code["problems"], "the metrics' names can be read from the code" +
+          (f": {code['problems']}" if code["problems"] else ""))
+    check(code["namespace"] and code["dimensions"] and all(f["service"] for f in code["functions"].values()),
+          f"the code's EMF namespace {code['namespace']}, dimensions {code['dimensions']}, "
+          f"services {sorted(f['service'] for f in code['functions'].values() if f['service'])}")
+    check(len(dashboards(tpl)) == 1, "the template has one CloudWatch dashboard")
+    results = evaluate(tpl, code)
+    labels = {
+        "json": "the dashboard body is valid JSON",
+        "emitted": "every SqsForwarder metric on the dashboard is one the code emits (name, namespace, dimensions)",
+        "aws": "every AWS metric on the dashboard is a known one of a function or queue of the stack",
+        "rows": "one row per function: every metric its code emits, Lambda errors, throttles, duration "
+                "(and iterator age for the stream consumer)",
+        "queues": "every queue: visible messages and age of the oldest message",
+        "alarms": "every alarm is on the alarm widget and its metric on a graph",
+        "grid": "the widgets fit the 24-column grid without overlapping",
+        "outputs": "outputs: the HTTP endpoint, every queue's URL, the dashboard's URL, the payload bucket",
+    }
+    for key, label in labels.items():
+        bad = results.get(key, [])
+        check(not bad, f"{label} ({len(SCENARIOS)} parameter sets)" + (f": {bad[:5]}" if bad else ""))
+    bad = readme_matches(tpl, root)
+    check(not bad, "README.md's outputs and alarm tables name every output and alarm of the template, "
+                   "and nothing else" + (f": {bad}" if bad else ""))
+    negative_tests(tpl, root, code, crates, check)
+
+
+def evaluate(tpl, code):
+    """Problems by check, over every parameter set."""
+    results = {}
+    for label, overrides in SCENARIOS:
+        stack, bodies = render_dashboards(tpl, overrides)
+        for name, body in bodies.items():
+            if isinstance(body, Exception):
+                results.setdefault("json", []).append(f"{label}: {name}: {body}")
+                continue
+            for key, problems in check_body(stack, body, code).items():
+                results.setdefault(key, []).extend(f"{label}: {x}" for x in problems)
+        results.setdefault("outputs", []).extend(f"{label}: {x}" for x in check_outputs(stack))
+    return results
+
+
+def negative_tests(tpl, root, code, crates, check):
+    """Each check fails on a template or code that breaks it."""
+    read = read_source(root)
+    dash = next(iter(dashboards(tpl)), None)
+    if dash is None:
+        return
+
+    def with_source(rel, fn):
+        def mutated(path):
+            text = read(path)
+            return fn(text) if path == rel else text
+        return code_metrics(root, read=mutated, crates=crates)
+
+    renamed = with_source("shared/src/metrics.rs", lambda t: t.replace('"MessagesSent"', '"MessagesAccepted"'))
+    r = evaluate(tpl, renamed)
+    check(r.get("emitted") and r.get("rows"),
+          "negative: MessagesSent renamed in shared/src/metrics.rs fails the emitted and row checks")
+    added = with_source("shared/src/metrics.rs", lambda t: t.replace(
+        "pub(crate) fn retry() {", 'pub const LOST: &str = "MessagesLost";\n'
+        "pub(crate) fn lost() { metrics::counter!(LOST).increment(1); }\npub(crate) fn retry() {"))
+    check(evaluate(tpl, added).get("rows"),
+          "negative: a new metric in the code, not on the dashboard, fails the row check")
+    ns = with_source("shared/src/config.rs", lambda t: t.replace(
+        '("METRICS_NAMESPACE", "SqsForwarder")', '("METRICS_NAMESPACE", "Forwarder")'))
+    check(evaluate(tpl, ns).get("emitted"), "negative: another default namespace in the code fails the emitted check")
+    service = with_source("functions/s3-to-sqs/src/lib.rs", lambda t: t.replace(
+        'SERVICE: &str = "s3-to-sqs"', 'SERVICE: &str = "s3-forwarder"'))
+    check(evaluate(tpl, service).get("emitted"), "negative: a renamed SERVICE fails the emitted check")
+    labelled = with_source("shared/src/metrics.rs", lambda t: t.replace(
+        "metrics::counter!(RETRIES)", 'metrics::counter!(RETRIES, "queue" => "q")'))
+    check(labelled["problems"], "negative: a labelled counter (an extra EMF dimension) is refused")
+
+    def body_edit(fn):
+        bad = copy.deepcopy(tpl)
+        parts = bad["Resources"][dash]["Properties"]["DashboardBody"]["Fn::Join"][1]
+        fn(bad, parts)
+        return evaluate(bad, code)
+
+    def add_line(bad, parts):
+        parts.insert(-1, '{"type":"metric","x":0,"y":40,"width":6,"height":6,"properties":{"metrics":'
+                         '[["SqsForwarder","MessagesLost","Service","kinesis-to-sqs"]]}},')
+    check(body_edit(add_line).get("emitted"), "negative: a metric the code does not emit fails the emitted check")
+
+    def wrong_dim(bad, parts):
+        parts.insert(-1, '{"type":"metric","x":0,"y":40,"width":6,"height":6,"properties":{"metrics":'
+                         '[["SqsForwarder","MessagesIn","FunctionName","kinesis-to-sqs"]]}},')
+    check(body_edit(wrong_dim).get("emitted"), "negative: a dimension the code does not emit fails the emitted check")
+
+    def aws_unknown(bad, parts):
+        parts.insert(-1, '{"type":"metric","x":0,"y":40,"width":6,"height":6,"properties":{"metrics":'
+                         '[["AWS/SQS","ApproximateNumberOfMessagesVisible","QueueName","orders"]]}},')
+    check(body_edit(aws_unknown).get("aws"), "negative: an AWS metric of a queue outside the stack fails the AWS check")
+
+    def broken_json(bad, parts):
+        parts.insert(-1, '{"type":"metric",')
+    check(body_edit(broken_json).get("json"), "negative: a body that is not JSON fails the JSON check")
+
+    def no_duration(bad, parts):
+        for i, part in enumerate(parts):
+            if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
+                part["Fn::Sub"] = re.sub(r',\s*\["AWS/Lambda","Duration","FunctionName","\$\{ApigwToSqsFunction\}"'
+                                         r',\{[^}]*\}\]', "", part["Fn::Sub"])
+    r = body_edit(no_duration)
+    check(r.get("rows") and not r.get("json"),
+          "negative: a function row without Lambda Duration fails the row check")
+
+    def moved(bad, parts):
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
+                part["Fn::Sub"] = re.sub(r'("x":16,"y":)18(,"width":8,"height":6,"properties":\{"title":"apigw-to-sqs)',
+                                         r"\g<1>24\2", part["Fn::Sub"])
+    r = body_edit(moved)
+    check(r.get("rows"), "negative: a function's widget on another function's row fails the row check")
+
+    def no_queue(bad, parts):
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
+                part["Fn::Sub"] = part["Fn::Sub"].replace(
+                    '"ApproximateAgeOfOldestMessage","QueueName","${FailureQueue',
+                    '"ApproximateNumberOfMessagesNotVisible","QueueName","${FailureQueue')
+    check(body_edit(no_queue).get("queues"), "negative: a queue without its oldest message's age fails the queue check")
+
+    def extra_alarm(bad, parts):
+        bad["Resources"]["UnseenAlarm"] = copy.deepcopy(bad["Resources"]["FailureQueueAlarm"])
+    check(body_edit(extra_alarm).get("alarms"), "negative: an alarm not on the dashboard fails the alarm check")
+
+    def overlap(bad, parts):
+        parts.insert(-1, '{"type":"text","x":20,"y":0,"width":6,"height":2,"properties":{"markdown":"x"}},')
+    check(body_edit(overlap).get("grid"), "negative: overlapping or off-grid widgets fail the grid check")
+
+    bad = copy.deepcopy(tpl)
+    bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if "Dashboard" not in json.dumps(v)}
+    check(evaluate(bad, code).get("outputs"), "negative: no dashboard URL output fails the outputs check")
+    bad = copy.deepcopy(tpl)
+    bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if "PayloadBucket" not in json.dumps(v)}
+    check(evaluate(bad, code).get("outputs"), "negative: no payload bucket output (offload on) fails the outputs check")
+    bad = copy.deepcopy(tpl)
+    bad["Outputs"]["UndocumentedOutput"] = {"Value": "x"}
+    bad["Resources"]["UndocumentedAlarm"] = copy.deepcopy(bad["Resources"]["FailureQueueAlarm"])
+    found = readme_matches(bad, root)
+    check(any("UndocumentedOutput" in x for x in found) and any("UndocumentedAlarm" in x for x in found),
+          "negative: an output and an alarm the README does not name fail the README check")
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    check(any("FailureQueueAlarm" in x for x in readme_matches(tpl, root, readme.replace("`FailureQueueAlarm`", ""))),
+          "negative: a README without FailureQueueAlarm in its alarm table fails the README check")

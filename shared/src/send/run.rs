@@ -1,0 +1,504 @@
+//! The window and the scheduling loop of one [`Forwarder::forward`].
+//!
+//! [`Run`] owns everything a call to `forward` holds: the messages read and
+//! not yet settled (`pending`, keyed by read order), the FIFO groups with a
+//! message in a call, the groups blocked for the rest of the run, the retry
+//! wake-ups, and the window's counts. The loop reads from the source while
+//! the window has room, starts S3 puts and calls while fewer than
+//! `max_in_flight` of each are out, and then waits for whichever comes
+//! first: a call or put finishing, a retry's backoff ending, the deadline.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::future::Either;
+use futures_util::stream::FuturesUnordered;
+use tokio::time::Instant;
+
+use super::stage::Put;
+use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
+use crate::batch::{Candidate, Picked, pick};
+use crate::encode::{Entry, prepare};
+use crate::message::Message;
+use crate::metrics as m;
+use crate::outcome::{Failure, MessageOutcome, Outcome};
+use crate::transport::{BatchItem, CallError, EntryResult, Transport};
+
+/// A message read and not yet settled.
+pub(super) struct Slot<P> {
+    pub entry: Arc<Entry>,
+    pub position: P,
+    /// Attempts that count against the retry budget (a split after
+    /// `BatchRequestTooLong` does not).
+    pub attempts: u32,
+    /// Calls that carried the message, whatever their answer.
+    pub calls: u32,
+    pub not_before: Instant,
+    /// Largest call it may ride in (lowered after `BatchRequestTooLong`).
+    pub max_batch: usize,
+    /// Its payload is on its way to S3: not ready to send, and its group's
+    /// later messages wait behind it.
+    pub staging: Staging,
+    /// What it counts against the window's bytes.
+    pub bytes: usize,
+}
+
+/// Where a message under offload stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Staging {
+    /// Not offloaded, or its payload is stored.
+    Done,
+    /// Waiting for a free put.
+    Queued,
+    /// Its put is in flight.
+    Putting,
+}
+
+/// One call's entries, by read index.
+pub(super) type Batch<P> = Vec<(usize, Slot<P>)>;
+
+pub(super) type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
+
+/// What finished.
+pub(super) enum Done<P> {
+    Call(Batch<P>, CallResult),
+    Put {
+        index: usize,
+        bytes: usize,
+        result: Result<(), Failure>,
+    },
+}
+
+/// Why a FIFO group is blocked for the rest of the run.
+#[derive(Clone, Copy)]
+pub(super) enum BlockedBy {
+    /// An earlier message failed and its source will deliver it again.
+    Failed,
+    /// An earlier message's payload could not be stored in S3.
+    Offload,
+}
+
+pub(super) struct Run<'a, T, P, F> {
+    pub fwd: &'a Forwarder<T>,
+    pub deadline: Option<Instant>,
+    report: F,
+    window: Window,
+    /// Messages read and not settled, not in a call: by read index.
+    pub pending: BTreeMap<usize, Slot<P>>,
+    /// FIFO groups with messages in a call, and how many.
+    busy: HashMap<String, usize>,
+    /// FIFO groups whose later messages are not sent in this run.
+    pub blocked: HashMap<String, BlockedBy>,
+    /// Every retry time set by `settle` (one per call), earliest first: the
+    /// next wake-up without walking every pending message.
+    pub wakes: BinaryHeap<Reverse<Instant>>,
+    /// Offload puts not started yet.
+    pub queued: VecDeque<Put>,
+    /// Messages and bytes held (pending, queued, in a call or a put).
+    held: (usize, usize),
+    next_index: usize,
+    pub tally: Tally,
+}
+
+impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
+    pub fn new(fwd: &'a Forwarder<T>, deadline: Option<Instant>, report: F) -> Self {
+        let s = &fwd.settings;
+        Run {
+            fwd,
+            deadline,
+            report,
+            window: s.window.effective(&s.limits, s.max_in_flight),
+            pending: BTreeMap::new(),
+            busy: HashMap::new(),
+            blocked: HashMap::new(),
+            wakes: BinaryHeap::new(),
+            queued: VecDeque::new(),
+            held: (0, 0),
+            next_index: 0,
+            tally: Tally::default(),
+        }
+    }
+
+    /// Run to the end of the source and of every message read from it.
+    pub async fn drive(mut self, mut source: impl Iterator<Item = Message<P>>) -> Tally {
+        let fwd = self.fwd;
+        let max = fwd.settings.max_in_flight.max(1);
+        let mut exhausted = false;
+        let mut in_flight = FuturesUnordered::new();
+        let (mut calls, mut puts) = (0usize, 0usize);
+
+        loop {
+            let now = Instant::now();
+            if self.past_deadline(now) {
+                self.expire();
+                if !exhausted {
+                    for message in source.by_ref() {
+                        self.next_index();
+                        self.report(message.position, deadline_exceeded(), 0);
+                    }
+                    exhausted = true;
+                }
+            }
+            while !exhausted && self.has_room() {
+                match source.next() {
+                    Some(message) => self.admit(message),
+                    None => exhausted = true,
+                }
+            }
+            // After reading: what was just read is ready now.
+            let now = Instant::now();
+            while puts < max
+                && let Some(put) = self.queued.pop_front()
+            {
+                if let Some(slot) = self.pending.get_mut(&put.index) {
+                    slot.staging = Staging::Putting;
+                    in_flight.push(Either::Right(fwd.put(put, self.deadline)));
+                    puts += 1;
+                }
+            }
+            while calls < max {
+                let picked = self.pick(now);
+                if picked.indices.is_empty() {
+                    break;
+                }
+                // A batch no limit has closed could take messages the source
+                // still holds, or payloads on their way to S3: wait for them
+                // while something else is out.
+                if !picked.closed && (puts > 0 || (!exhausted && calls > 0)) {
+                    break;
+                }
+                let batch = self.take(picked.indices);
+                let timeout = match self.deadline {
+                    Some(d) => fwd
+                        .settings
+                        .call_timeout
+                        .min(d.saturating_duration_since(now)),
+                    None => fwd.settings.call_timeout,
+                };
+                in_flight.push(Either::Left(fwd.call(batch, timeout)));
+                calls += 1;
+            }
+
+            if in_flight.is_empty() && self.pending.is_empty() && exhausted {
+                return self.finish();
+            }
+            // The earliest retry time still ahead. Times of messages that
+            // left `pending` meanwhile stay in the heap and only cause one
+            // early wake-up.
+            while self.wakes.peek().is_some_and(|Reverse(t)| *t <= now) {
+                self.wakes.pop();
+            }
+            let wake = self.wakes.peek().map(|Reverse(t)| *t);
+            let wake = match (wake, self.deadline) {
+                (Some(w), Some(d)) => Some(w.min(d)),
+                (Some(w), None) => Some(w),
+                (None, d) if !self.pending.is_empty() => d,
+                (None, _) => None,
+            };
+            if in_flight.is_empty() {
+                match wake {
+                    Some(w) => tokio::time::sleep_until(w).await,
+                    // Pending messages that can never be picked: impossible
+                    // by construction, but never spin or hang on it.
+                    None => self.unschedulable(),
+                }
+                continue;
+            }
+            let done = match wake {
+                Some(w) => tokio::select! {
+                    done = in_flight.next() => done,
+                    _ = tokio::time::sleep_until(w) => None,
+                },
+                None => in_flight.next().await,
+            };
+            match done {
+                Some(Done::Call(batch, result)) => {
+                    calls -= 1;
+                    self.release_groups(&batch);
+                    if let Some(at) = self.settle(batch, result) {
+                        self.wakes.push(Reverse(at));
+                    }
+                }
+                Some(Done::Put {
+                    index,
+                    bytes,
+                    result,
+                }) => {
+                    puts -= 1;
+                    self.stored(index, bytes, result);
+                }
+                None => {}
+            }
+        }
+    }
+
+    fn next_index(&mut self) -> usize {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.tally.messages += 1;
+        index
+    }
+
+    fn has_room(&self) -> bool {
+        self.held.0 < self.window.max_messages && self.held.1 < self.window.max_bytes
+    }
+
+    fn past_deadline(&self, now: Instant) -> bool {
+        self.deadline
+            .is_some_and(|d| d.saturating_duration_since(now) < MIN_CALL_TIME)
+    }
+
+    /// Read one message into the window, or settle it at once (invalid,
+    /// oversize, its group blocked).
+    fn admit(&mut self, message: Message<P>) {
+        let index = self.next_index();
+        let rules = &self.fwd.rules;
+        let settings = &self.fwd.settings;
+        let offloading = self.fwd.offloads();
+        let (position, prepared) = prepare(message, rules);
+        let prepared = match prepared {
+            Ok(entry) if offloading => reserved_names(entry),
+            other => other,
+        };
+        let entry = match prepared {
+            Ok(entry) => entry,
+            Err(failure) => return self.report(position, Outcome::Failed(failure), 0),
+        };
+        if rules.fifo
+            && let Some(g) = &entry.group_id
+            && let Some(by) = self.blocked.get(g)
+        {
+            let failure = group_blocked(g, *by);
+            return self.report(position, Outcome::Failed(failure), 0);
+        }
+        let limit = settings.limits.largest_message();
+        if offloading && settings.offload.offloads(entry.size, limit) {
+            return self.stage(index, position, entry);
+        }
+        if entry.size > limit {
+            let outcome = self.fwd.oversize(index, entry.size, limit);
+            return self.report(position, outcome, 0);
+        }
+        let bytes = entry.size;
+        self.hold(index, self.slot(entry, position, bytes));
+    }
+
+    pub fn slot(&self, entry: Entry, position: P, bytes: usize) -> Slot<P> {
+        Slot {
+            entry: Arc::new(entry),
+            position,
+            attempts: 0,
+            calls: 0,
+            not_before: Instant::now(),
+            max_batch: self.fwd.settings.limits.max_entries,
+            staging: Staging::Done,
+            bytes,
+        }
+    }
+
+    /// Put a message read from the source into the window.
+    pub fn hold(&mut self, index: usize, slot: Slot<P>) {
+        self.held.0 += 1;
+        self.held.1 += slot.bytes;
+        self.tally.peak_messages = self.tally.peak_messages.max(self.held.0);
+        self.tally.peak_bytes = self.tally.peak_bytes.max(self.held.1);
+        self.pending.insert(index, slot);
+    }
+
+    /// A held message's bytes changed (its payload went to S3).
+    pub fn shrink(&mut self, by: usize) {
+        self.held.1 = self.held.1.saturating_sub(by);
+    }
+
+    /// Hand a message's outcome to the caller.
+    pub fn report(&mut self, position: P, outcome: Outcome, attempts: u32) {
+        let s = &mut self.tally.summary;
+        match &outcome {
+            Outcome::Sent { .. } => s.sent += 1,
+            Outcome::Failed(f) if f.retryable => s.failed_retryable += 1,
+            Outcome::Failed(_) => s.failed_permanent += 1,
+            Outcome::Dropped { .. } => s.dropped += 1,
+        }
+        (self.report)(MessageOutcome {
+            position,
+            outcome,
+            attempts,
+        });
+    }
+
+    /// Settle a held message: it leaves the window with its outcome.
+    pub fn settle_slot(&mut self, slot: Slot<P>, outcome: Outcome, attempts: u32) {
+        self.held.0 = self.held.0.saturating_sub(1);
+        self.held.1 = self.held.1.saturating_sub(slot.bytes);
+        self.report(slot.position, outcome, attempts);
+    }
+
+    fn pick(&self, now: Instant) -> Picked {
+        let fifo = self.fwd.rules.fifo;
+        let candidates = self.pending.iter().map(|(i, s)| Candidate {
+            index: *i,
+            size: s.entry.size,
+            group: if fifo {
+                s.entry.group_id.as_deref()
+            } else {
+                None
+            },
+            ready: s.staging == Staging::Done && s.not_before <= now,
+            max_batch: s.max_batch,
+        });
+        pick(
+            candidates,
+            &self.fwd.settings.limits,
+            self.fwd.settings.fifo_order,
+            |g| self.busy.contains_key(g),
+        )
+    }
+
+    /// Take the picked messages out of `pending` into a call.
+    fn take(&mut self, picked: Vec<usize>) -> Batch<P> {
+        let fifo = self.fwd.rules.fifo;
+        let mut batch = Vec::with_capacity(picked.len());
+        for index in picked {
+            if let Some(mut slot) = self.pending.remove(&index) {
+                slot.attempts += 1;
+                slot.calls += 1;
+                if let (true, Some(g)) = (fifo, &slot.entry.group_id) {
+                    *self.busy.entry(g.clone()).or_default() += 1;
+                }
+                batch.push((index, slot));
+            }
+        }
+        batch
+    }
+
+    fn release_groups(&mut self, batch: &Batch<P>) {
+        if !self.fwd.rules.fifo {
+            return;
+        }
+        for (_, slot) in batch {
+            if let Some(g) = &slot.entry.group_id
+                && let Some(n) = self.busy.get_mut(g)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.busy.remove(g);
+                }
+            }
+        }
+    }
+
+    /// The deadline came: every held message not in a call or a put fails,
+    /// retryable.
+    fn expire(&mut self) {
+        self.queued.clear();
+        let expired: Vec<usize> = self
+            .pending
+            .iter()
+            .filter(|(_, s)| s.staging != Staging::Putting)
+            .map(|(i, _)| *i)
+            .collect();
+        for index in expired {
+            if let Some(slot) = self.pending.remove(&index) {
+                let calls = slot.calls;
+                self.settle_slot(slot, deadline_exceeded(), calls);
+            }
+        }
+    }
+
+    fn unschedulable(&mut self) {
+        for (_, slot) in std::mem::take(&mut self.pending) {
+            let calls = slot.calls;
+            self.settle_slot(
+                slot,
+                Outcome::Failed(Failure::transient(
+                    "Unschedulable",
+                    "the forwarder could not schedule this message",
+                )),
+                calls,
+            );
+        }
+        self.queued.clear();
+    }
+
+    fn finish(self) -> Tally {
+        let s = &self.tally.summary;
+        m::messages_in(self.tally.messages);
+        m::messages_sent(s.sent);
+        m::messages_failed(s.failed_retryable + s.failed_permanent);
+        m::messages_dropped(s.dropped);
+        self.tally
+    }
+
+    /// A FIFO message ended failed-retryable (`by`): its event source will
+    /// deliver it again. Its group's later messages must not overtake it, so
+    /// those held are not sent and come back failed-retryable, and so do
+    /// those read later in this run.
+    pub fn block_group(&mut self, failed: usize, group: Option<&str>, by: BlockedBy) {
+        let (true, Some(group)) = (self.fwd.rules.fifo, group) else {
+            return;
+        };
+        self.blocked.insert(group.to_owned(), by);
+        let later: Vec<usize> = self
+            .pending
+            .range(failed + 1..)
+            .filter(|(_, s)| s.entry.group_id.as_deref() == Some(group))
+            .map(|(i, _)| *i)
+            .collect();
+        for index in later {
+            if let Some(slot) = self.pending.remove(&index) {
+                if slot.staging == Staging::Queued {
+                    self.queued.retain(|p| p.index != index);
+                }
+                let calls = slot.calls;
+                self.settle_slot(slot, Outcome::Failed(group_blocked(group, by)), calls);
+            }
+        }
+    }
+}
+
+impl<T: Transport> Forwarder<T> {
+    /// One `SendMessageBatch` call, within `timeout`.
+    async fn call<P>(&self, batch: Batch<P>, timeout: std::time::Duration) -> Done<P> {
+        let items: Vec<BatchItem> = batch
+            .iter()
+            .map(|(index, slot)| BatchItem {
+                id: index.to_string(),
+                entry: Arc::clone(&slot.entry),
+            })
+            .collect();
+        m::batch_sent();
+        let result = match tokio::time::timeout(timeout, self.transport.send_batch(&items)).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Failed(Failure::transient(
+                "Timeout",
+                format!(
+                    "no answer to SendMessageBatch within {} ms",
+                    timeout.as_millis()
+                ),
+            ))),
+        };
+        Done::Call(batch, result)
+    }
+}
+
+fn deadline_exceeded() -> Outcome {
+    Outcome::Failed(Failure::transient(
+        "DeadlineExceeded",
+        "the invocation's deadline came before this message could be sent",
+    ))
+}
+
+pub(super) fn group_blocked(group: &str, by: BlockedBy) -> Failure {
+    let what = match by {
+        BlockedBy::Failed => "failed",
+        BlockedBy::Offload => "could not be offloaded",
+    };
+    Failure::transient(
+        "GroupBlocked",
+        format!(
+            "an earlier message of group {group:?} {what}; this one was not sent, to keep the group's order"
+        ),
+    )
+}

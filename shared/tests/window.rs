@@ -1,0 +1,256 @@
+//! The window: `Forwarder::forward` reads its source lazily and never holds
+//! more than the window's worth of messages, however many go through.
+//!
+//! The source counts what the forwarder has taken from it, the report counts
+//! what it has settled; the difference, taken at every read, is what the
+//! forwarder held. The fake SQS answers every call 10 ms late (Tokio's paused
+//! clock makes that free in wall time), so calls really are in flight while
+//! the source is read.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use sqs_forwarder::{Forwarder, Message, Outcome, SendSettings, Window};
+
+/// Accepts everything, 10 ms late; counts calls and keeps what arrived,
+/// or fails, once, the bodies listed in `fail_once`.
+#[derive(Clone, Default)]
+struct SlowSqs {
+    calls: Arc<AtomicUsize>,
+    arrived: Arc<Mutex<Vec<u64>>>,
+    fail_once: Arc<Mutex<Vec<u64>>>,
+}
+
+impl Transport for SlowSqs {
+    fn send_batch<'a>(
+        &'a self,
+        items: &'a [BatchItem],
+    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                let n: u64 = item.entry.body[..20].trim().parse().unwrap_or(u64::MAX);
+                let mut fail = self.fail_once.lock().expect("lock");
+                let result = if let Some(i) = fail.iter().position(|f| *f == n) {
+                    fail.swap_remove(i);
+                    EntryResult::Failed {
+                        code: "InternalError".into(),
+                        message: "try again".into(),
+                        sender_fault: false,
+                    }
+                } else {
+                    self.arrived.lock().expect("lock").push(n);
+                    EntryResult::Sent {
+                        message_id: format!("m-{n}"),
+                        sequence_number: None,
+                    }
+                };
+                out.push((item.id.clone(), result));
+            }
+            Ok(out)
+        })
+    }
+}
+
+/// A body of `size` bytes that starts with its number.
+fn body(n: u64, size: usize) -> String {
+    let mut b = format!("{n:<20}");
+    b.extend(std::iter::repeat_n('x', size.saturating_sub(20)));
+    b
+}
+
+struct Held {
+    taken: Cell<usize>,
+    taken_bytes: Cell<usize>,
+    settled: Cell<usize>,
+    settled_bytes: Cell<usize>,
+    most: Cell<usize>,
+    most_bytes: Cell<usize>,
+}
+
+/// Forward `count` messages of `size` bytes and return what was held at most
+/// (messages, bytes), the outcomes by number, and the tally.
+async fn run(
+    fwd: &Forwarder<SlowSqs>,
+    count: u64,
+    size: usize,
+) -> (usize, usize, Vec<Option<Outcome>>, sqs_forwarder::Tally) {
+    let held = Rc::new(Held {
+        taken: Cell::new(0),
+        taken_bytes: Cell::new(0),
+        settled: Cell::new(0),
+        settled_bytes: Cell::new(0),
+        most: Cell::new(0),
+        most_bytes: Cell::new(0),
+    });
+    let source = {
+        let held = Rc::clone(&held);
+        (0..count).map(move |n| {
+            held.taken.set(held.taken.get() + 1);
+            held.taken_bytes.set(held.taken_bytes.get() + size);
+            // What the forwarder holds once it has this one too.
+            let now = held.taken.get() - held.settled.get();
+            let now_bytes = held.taken_bytes.get() - held.settled_bytes.get();
+            held.most.set(held.most.get().max(now));
+            held.most_bytes.set(held.most_bytes.get().max(now_bytes));
+            Message::new(body(n, size), n)
+        })
+    };
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; count as usize];
+    let mut twice = 0;
+    let tally = fwd
+        .forward(source, None, |o| {
+            held.settled.set(held.settled.get() + 1);
+            held.settled_bytes.set(held.settled_bytes.get() + size);
+            let slot = &mut outcomes[o.position as usize];
+            if slot.is_some() {
+                twice += 1;
+            }
+            *slot = Some(o.outcome);
+        })
+        .await;
+    assert_eq!(twice, 0, "a message was reported twice");
+    (held.most.get(), held.most_bytes.get(), outcomes, tally)
+}
+
+fn forwarder(sqs: SlowSqs, window: Window) -> Forwarder<SlowSqs> {
+    let settings = SendSettings {
+        window,
+        ..SendSettings::default()
+    };
+    Forwarder::new(sqs, settings, EncodeRules::default())
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_hundred_thousand_messages_never_hold_more_than_the_window() {
+    let sqs = SlowSqs::default();
+    let window = Window {
+        max_messages: 500,
+        max_bytes: 8 * 1_048_576,
+    };
+    let fwd = forwarder(sqs.clone(), window);
+    let (most, _, outcomes, tally) = run(&fwd, 200_000, 40).await;
+
+    assert!(
+        most <= 500,
+        "held {most} messages at once; the window is 500"
+    );
+    // The window was used, not bypassed: it filled up while calls were out.
+    assert!(
+        most > 400,
+        "held at most {most}: the source was not read ahead"
+    );
+    assert_eq!(tally.peak_messages, most);
+    assert_eq!(tally.messages, 200_000);
+    assert_eq!(tally.summary.sent, 200_000);
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Some(Outcome::Sent { .. })))
+    );
+    let mut arrived = sqs.arrived.lock().expect("lock").clone();
+    arrived.sort_unstable();
+    assert_eq!(arrived, (0..200_000).collect::<Vec<u64>>(), "each once");
+    // Streaming costs no call: as few as the input order allows.
+    assert_eq!(sqs.calls.load(Ordering::SeqCst), 20_000);
+}
+
+#[tokio::test(start_paused = true)]
+async fn large_messages_are_bounded_by_bytes() {
+    let sqs = SlowSqs::default();
+    let window = Window {
+        max_messages: 100_000,
+        max_bytes: 8 * 1_048_576,
+    };
+    let fwd = forwarder(sqs.clone(), window);
+    // 2,000 messages of 100,000 bytes: 200 MB through an 8 MiB window.
+    let (_, most_bytes, _, tally) = run(&fwd, 2_000, 100_000).await;
+    assert!(
+        most_bytes <= 8 * 1_048_576 + 100_000,
+        "held {most_bytes} bytes at once; the window is 8 MiB (+ one message)"
+    );
+    assert!(
+        most_bytes > 6 * 1_048_576,
+        "held at most {most_bytes} bytes"
+    );
+    assert_eq!(tally.summary.sent, 2_000);
+    // 10 messages of 100,000 bytes fit one 1 MiB call.
+    assert_eq!(sqs.calls.load(Ordering::SeqCst), 200);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_window_too_small_for_the_calls_in_flight_is_raised() {
+    let sqs = SlowSqs::default();
+    // 5 messages could not fill MAX_IN_FLIGHT (4) + 1 calls of 10.
+    let window = Window {
+        max_messages: 5,
+        max_bytes: 1_048_576,
+    };
+    let fwd = forwarder(sqs.clone(), window);
+    let effective = window.effective(&fwd.settings().limits, 4);
+    assert_eq!(effective.max_messages, 51);
+    let (most, _, _, tally) = run(&fwd, 10_000, 40).await;
+    assert!(most <= 51, "held {most}");
+    assert_eq!(tally.summary.sent, 10_000);
+    assert_eq!(sqs.calls.load(Ordering::SeqCst), 1_000, "full calls only");
+}
+
+#[tokio::test(start_paused = true)]
+async fn retried_messages_stay_in_the_window_and_arrive_once() {
+    let sqs = SlowSqs::default();
+    *sqs.fail_once.lock().expect("lock") = (0..50_000).step_by(7).collect();
+    let window = Window {
+        max_messages: 300,
+        max_bytes: 8 * 1_048_576,
+    };
+    let fwd = forwarder(sqs.clone(), window);
+    let (most, _, outcomes, tally) = run(&fwd, 50_000, 40).await;
+    assert!(most <= 300, "held {most}");
+    assert_eq!(tally.summary.sent, 50_000);
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Some(Outcome::Sent { .. })))
+    );
+    let mut arrived = sqs.arrived.lock().expect("lock").clone();
+    arrived.sort_unstable();
+    assert_eq!(arrived, (0..50_000).collect::<Vec<u64>>());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_reports_what_the_source_still_holds() {
+    let sqs = SlowSqs::default();
+    let fwd = forwarder(sqs.clone(), Window::default());
+    // 10 ms per call, 4 in flight: about 4,000 messages a second.
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
+    let mut outcomes = vec![None; 100_000];
+    let tally = fwd
+        .forward(
+            (0..100_000u64).map(|n| Message::new(body(n, 40), n)),
+            Some(deadline),
+            |o| outcomes[o.position as usize] = Some(o.outcome),
+        )
+        .await;
+    assert_eq!(
+        tally.messages, 100_000,
+        "every message read gets an outcome"
+    );
+    let sent = outcomes
+        .iter()
+        .filter(|o| matches!(o, Some(Outcome::Sent { .. })))
+        .count();
+    let late = outcomes
+        .iter()
+        .filter(|o| matches!(o, Some(Outcome::Failed(f)) if f.code == "DeadlineExceeded" && f.retryable))
+        .count();
+    assert!(sent > 0 && sent < 100_000, "sent {sent}");
+    assert_eq!(sent + late, 100_000);
+    assert_eq!(sent, sqs.arrived.lock().expect("lock").len());
+}
