@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark: the four functions (release builds) against a boto3 Lambda
-# and against the floor, on a local SQS stub and a Lambda runtime-API
-# harness. Writes bench/results/ (results.md, .csv, .json, throughput.png)
+# and against two floors (aws-sdk-sqs alone, bare HTTP), on a local SQS stub
+# and a Lambda runtime-API harness; then as Lambda bills them (CPU capped at
+# 128 and 1,769 MB's share, 10 ms round trips), with a cost table. Writes bench/results/ (results.md, .csv, .json, throughput.png)
 # and prints the table. See bench/README.md.
 #
 #   bench/run.sh                 # the full run (several minutes)
@@ -29,13 +30,13 @@ pip_quiet=(--quiet --disable-pip-version-check)
 extra=()
 if [ "$smoke" = yes ]; then
   echo "bench: building (debug)..." >&2
-  cargo build --quiet -p bench "${functions[@]}"
+  cargo build --quiet -p bench -p bench-sdk-floor "${functions[@]}"
   extra+=(--profile debug --tools-profile debug --out .local/bench/smoke-results --command "bench/run.sh --smoke")
 else
   "$venv/bin/python" -c "import matplotlib" 2>/dev/null ||
     "$venv/bin/pip" install "${pip_quiet[@]}" 'matplotlib==3.*' >&2
   echo "bench: building (release)..." >&2
-  cargo build --quiet --release "${functions[@]}"
+  cargo build --quiet --release -p bench-sdk-floor "${functions[@]}"  # the SDK floor: the functions' profile
   cargo build --quiet --profile bench-tools -p bench  # the tools: opt-level 3
   if [ "${BENCH_ARM64:-1}" != 0 ]; then
     tools=.local/tools

@@ -8,6 +8,7 @@ shard id, sequence number, arrival time, stream ARN).
 """
 
 import base64
+import hashlib
 import json
 import os
 import random
@@ -144,6 +145,58 @@ def mixed(scale=1.0):
     return items
 
 
+KPL_MAGIC = bytes([0xF3, 0x89, 0x9A, 0xC2])
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(tag, wire, payload):
+    """One protobuf field: key, then the length for wire type 2."""
+    key = varint(tag << 3 | wire)
+    return key + (varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def kpl_aggregate(user_records, partition_keys):
+    """A KPL aggregated record (the KPL's messages.proto): magic, the
+    AggregatedRecord protobuf, its MD5. user_records: (partition key index,
+    data bytes)."""
+    out = bytearray()
+    for key in partition_keys:
+        out += field(1, 2, key.encode())
+    for pk_index, data in user_records:
+        out += field(3, 2, field(1, 0, varint(pk_index)) + field(3, 2, data))
+    body = bytes(out)
+    return KPL_MAGIC + body + hashlib.md5(body).digest()
+
+
+def kpl_event(aggregates, user_records_each, partition_keys=4):
+    """Kinesis records, each one KPL aggregate of `user_records_each`
+    one-byte user records (a letter each) spread over a few partition keys."""
+    records = []
+    keys = [f"pk-{k}" for k in range(partition_keys)]
+    letters = b"abcdefghijklmnopqrstuvwxyz"
+    for a in range(aggregates):
+        users = [(i % partition_keys, letters[(a + i) % 26:(a + i) % 26 + 1])
+                 for i in range(user_records_each)]
+        agg = kpl_aggregate(users, keys)
+        seq = str(SEQ_BASE + a)
+        r = kinesis_record(a, "", f"agg-{a}")
+        r["kinesis"]["data"] = base64.b64encode(agg).decode("ascii")
+        r["kinesis"]["sequenceNumber"] = seq
+        records.append(r)
+    return {"Records": records}
+
+
 def apigw_event(lines):
     body = "".join(lines)
     return {
@@ -211,6 +264,15 @@ def write(folder, smoke=False):
     ]
     for name, items, note in kin:
         event(name, "kinesis", kinesis_event(items), len(items), note)
+
+    # The issue's event: KPL aggregates of one-byte user records, as many as
+    # fit Lambda's 6 MB (five aggregates of 120,000: each under Kinesis's
+    # 1 MiB record limit).
+    each = 400 if smoke else 120_000
+    event("kinesis-kpl-600000", "kinesis", kpl_event(5, each), 5 * each,
+          "5 KPL aggregates of 120,000 one-byte user records (600,000 messages)", max_warm=2, floor_rounds=2,
+          baseline=False, baseline_note="not run: 60,000 calls, about 100 s per invocation at boto3's "
+          "measured per-call time, and the handler would need a KPL de-aggregator")
 
     lines = [payload(i, 1_023) + "\n" for i in range(n(1_000))]
     event("apigw-1000x1KB-ndjson", "apigw", apigw_event(lines), len(lines), "1,000 NDJSON lines of 1 KB")

@@ -16,6 +16,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
 
+use bench_support::captured::parse_captured;
+use bench_support::cpu;
+
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 /// The floor's figures.
@@ -29,6 +32,8 @@ pub struct FloorReport {
     pub in_flight: usize,
     /// Each round's wall time, in milliseconds.
     pub rounds_ms: Vec<f64>,
+    /// Each round's CPU time (this process, every thread), in milliseconds.
+    pub rounds_cpu_ms: Vec<f64>,
     /// Answers other than 200.
     pub non_200: usize,
 }
@@ -37,30 +42,6 @@ fn client() -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     Client::builder(TokioExecutor::new()).build(connector)
-}
-
-/// Split what `GET /__captured` returns into `(target, body)` pairs.
-pub fn parse_captured(mut data: &[u8]) -> Result<Vec<(String, Bytes)>, String> {
-    fn take<'a>(data: &mut &'a [u8]) -> Result<&'a [u8], String> {
-        if data.len() < 4 {
-            return Err("truncated capture".into());
-        }
-        let (len, rest) = data.split_at(4);
-        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-        if rest.len() < len {
-            return Err("truncated capture".into());
-        }
-        let (item, rest) = rest.split_at(len);
-        *data = rest;
-        Ok(item)
-    }
-    let mut out = Vec::new();
-    while !data.is_empty() {
-        let target = String::from_utf8_lossy(take(&mut data)?).into_owned();
-        let body = Bytes::copy_from_slice(take(&mut data)?);
-        out.push((target, body));
-    }
-    Ok(out)
 }
 
 async fn fetch(client: &HttpClient, url: &str, post: bool) -> Result<Bytes, String> {
@@ -104,12 +85,14 @@ pub async fn run(
         request_bytes: bodies.iter().map(|(_, b)| b.len()).sum(),
         in_flight,
         rounds_ms: Vec::new(),
+        rounds_cpu_ms: Vec::new(),
         non_200: 0,
     };
     let endpoint = format!("{stub}/");
     for _ in 0..rounds {
         fetch(&client, &format!("{stub}/__epoch"), true).await?;
         let next = Arc::new(AtomicUsize::new(0));
+        let cpu_before = cpu::self_cpu_ns();
         let started = Instant::now();
         let mut workers = Vec::new();
         for _ in 0..in_flight {
@@ -146,30 +129,9 @@ pub async fn run(
             report.non_200 += w.await.map_err(|e| e.to_string())??;
         }
         report.rounds_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        if let (Some(a), Some(b)) = (cpu::self_cpu_ns(), cpu_before) {
+            report.rounds_cpu_ms.push(a.saturating_sub(b) as f64 / 1e6);
+        }
     }
     Ok(report)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn captured_bodies_round_trip() {
-        let mut data = Vec::new();
-        for (t, b) in [
-            ("A", &b"{}"[..]),
-            ("AmazonSQS.SendMessageBatch", b"{\"x\":1}"),
-        ] {
-            data.extend_from_slice(&(t.len() as u32).to_le_bytes());
-            data.extend_from_slice(t.as_bytes());
-            data.extend_from_slice(&(b.len() as u32).to_le_bytes());
-            data.extend_from_slice(b);
-        }
-        let parsed = parse_captured(&data).expect("well formed");
-        assert_eq!(parsed.len(), 2);
-        assert_eq!(parsed[1].0, "AmazonSQS.SendMessageBatch");
-        assert_eq!(&parsed[1].1[..], b"{\"x\":1}");
-        assert!(parse_captured(&data[..data.len() - 1]).is_err());
-    }
 }

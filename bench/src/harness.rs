@@ -5,7 +5,13 @@
 //!
 //! * the cold start: process start to its first request for an event;
 //! * each invocation's duration: the event handed out to the answer received;
-//! * the peak RSS of the process (`VmHWM`), read after the last answer.
+//! * the peak RSS of the process (`VmHWM`), read after the last answer;
+//! * the CPU time the process used in each invocation and in its cold start
+//!   (a `cpuacct` cgroup when it can make one, else `/proc`; see
+//!   [`bench_support::cpu`]).
+//!
+//! With `--cap-cpu` the process runs in a cgroup capped at the CPU share
+//! Lambda gives `--memory-mb` (128 MB: 7.2% of one vCPU), as Lambda bills it.
 //!
 //! It replaces `scripts/lambda_harness.py` for timing because that one
 //! serializes each event with Python's `json.dumps` inside the timed window,
@@ -34,7 +40,12 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
+use bench_support::cpu;
+
 const PREFIX: &str = "/2018-06-01/runtime";
+
+/// Numbers the cgroups of one harness process.
+static GROUPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -58,6 +69,11 @@ pub struct HarnessConfig {
     pub name: String,
     /// The command and its arguments.
     pub command: Vec<String>,
+    /// The function's memory (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), and its CPU
+    /// share when `cap_cpu` is set.
+    pub memory_mb: u64,
+    /// Run the process under Lambda's CPU share for `memory_mb`.
+    pub cap_cpu: bool,
 }
 
 /// One invocation's figures.
@@ -73,6 +89,9 @@ pub struct Invocation {
     pub response_head: String,
     /// How long the untimed hook before it took, in milliseconds.
     pub before_ms: f64,
+    /// CPU time the process used from the event handed out to the answer,
+    /// in milliseconds.
+    pub cpu_ms: Option<f64>,
 }
 
 /// The run's figures.
@@ -92,6 +111,19 @@ pub struct Report {
     pub exited: Option<String>,
     /// Set when the run stopped early for another reason.
     pub problem: Option<String>,
+    /// CPU time used from process start to its first request for an event.
+    pub cold_start_cpu_ms: Option<f64>,
+    /// Where CPU time was read: `cgroup` (every thread, ended ones too) or
+    /// `proc` (live threads).
+    pub cpu_source: Option<&'static str>,
+    /// `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` given to the function.
+    pub memory_mb: u64,
+    /// The CFS quota per 100,000 µs period the process ran under, if capped.
+    pub cpu_quota_us: Option<u64>,
+    /// Periods in which the cap held the process back, and for how long.
+    pub throttled_periods: Option<u64>,
+    /// Total time held back by the cap, in milliseconds.
+    pub throttled_ms: Option<f64>,
 }
 
 struct Poll {
@@ -287,7 +319,10 @@ fn function_command(
         .env("AWS_LAMBDA_RUNTIME_API", api)
         .env("AWS_LAMBDA_FUNCTION_NAME", &config.name)
         .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env(
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+            config.memory_mb.to_string(),
+        )
         .env(
             "AWS_LAMBDA_LOG_GROUP_NAME",
             format!("/aws/lambda/{}", config.name),
@@ -325,9 +360,44 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
         command: config.command.clone(),
         ..Report::default()
     };
+    report.memory_mb = config.memory_mb;
+    // The cgroup: the cap when asked for, and the CPU count in any case.
+    let quota = config
+        .cap_cpu
+        .then(|| cpu::lambda_quota_us(config.memory_mb));
+    let group_name = format!(
+        "sqsf-bench-{}-{}",
+        std::process::id(),
+        GROUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    let group = match cpu::CpuGroup::create(&group_name, quota) {
+        Ok(g) => Some(g),
+        Err(e) if config.cap_cpu => {
+            return Err(std::io::Error::other(format!(
+                "--cap-cpu needs a cgroup v1 cpu controller it can write (root): {e}"
+            )));
+        }
+        Err(_) => None,
+    };
+    if let Some(g) = &group {
+        let files = g.join_on_exec()?;
+        // SAFETY: the closure only writes to files opened before the fork;
+        // it allocates nothing and takes no lock.
+        unsafe {
+            cmd.pre_exec(move || cpu::join(&files));
+        }
+        report.cpu_quota_us = g.quota_us;
+    }
+    report.cpu_source = Some(if group.is_some() { "cgroup" } else { "proc" });
     let started = Instant::now();
     let mut child = cmd.spawn()?;
     let pid = child.id();
+    let cpu_now = || -> Option<u64> {
+        match &group {
+            Some(g) => g.usage_ns(),
+            None => pid.and_then(cpu::process_cpu_ns),
+        }
+    };
     let limit = config.timeout + Duration::from_secs(30);
 
     'invocations: for i in 0..config.invocations {
@@ -351,6 +421,7 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
         };
         if i == 0 {
             report.cold_start_ms = Some(poll.at.duration_since(started).as_secs_f64() * 1e3);
+            report.cold_start_cpu_ms = cpu_now().map(|ns| ns as f64 / 1e6);
         }
         let hook_started = Instant::now();
         if let Some(hook) = config.before_each.clone() {
@@ -377,6 +448,7 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
         }
         let before_ms = hook_started.elapsed().as_secs_f64() * 1e3;
         let request_id = format!("bench-{i:05}");
+        let cpu_before = cpu_now();
         let handed = Instant::now();
         if poll
             .reply
@@ -405,12 +477,16 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
                     body,
                     at,
                 }) if id == request_id => {
+                    let cpu_ms = cpu_now()
+                        .zip(cpu_before)
+                        .map(|(after, before)| after.saturating_sub(before) as f64 / 1e6);
                     report.invocations.push(Invocation {
                         ms: at.duration_since(handed).as_secs_f64() * 1e3,
                         status: kind,
                         response_bytes: body.len(),
                         response_head: head(&body),
                         before_ms,
+                        cpu_ms,
                     });
                     break;
                 }
@@ -455,8 +531,15 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
                 }
             }
         }
+        if config.invocations == 0 && report.cold_start_cpu_ms.is_none() {
+            report.cold_start_cpu_ms = cpu_now().map(|ns| ns as f64 / 1e6);
+        }
     }
     report.peak_rss_kib = pid.and_then(peak_rss_kib);
+    if let Some((periods, ns)) = group.as_ref().and_then(cpu::CpuGroup::throttled) {
+        report.throttled_periods = Some(periods);
+        report.throttled_ms = Some(ns as f64 / 1e6);
+    }
     let _ = child.start_kill();
     let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
     Ok(report)

@@ -4,8 +4,10 @@
 //! ```text
 //! bench stub   [--port N] [--max-message-bytes N] [--capture] [--object BUCKET/KEY=FILE]...
 //!              [--store] [--fault-rate R] [--fault-weights KIND=W,...] [--latency-ms N] [--seed N]
+//!              [--delay-ms N]
 //! bench lambda --event FILE [--invocations N] [--env K=V]... [--timeout SECS]
-//!              [--before-each CMD] [--stub HOST:PORT] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
+//!              [--before-each CMD] [--stub HOST:PORT] [--log FILE] [--name NAME]
+//!              [--memory-mb N] [--cap-cpu] -- COMMAND [ARGS]...
 //! bench lambda --interactive [--env K=V]... [--timeout SECS] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
 //! bench floor  --stub URL --epoch N [--in-flight N] [--rounds N]
 //! ```
@@ -18,7 +20,6 @@
 mod faults;
 mod floor;
 mod harness;
-mod sqs;
 mod store;
 mod stub;
 
@@ -31,8 +32,10 @@ use bytes::Bytes;
 const USAGE: &str = "usage:
   bench stub   [--port N] [--max-message-bytes N] [--capture] [--object BUCKET/KEY=FILE]...
                [--store] [--fault-rate R] [--fault-weights KIND=W,...] [--latency-ms N] [--seed N]
+               [--delay-ms N]
   bench lambda --event FILE [--invocations N] [--env K=V]... [--timeout SECS]
-               [--before-each CMD] [--stub HOST:PORT] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
+               [--before-each CMD] [--stub HOST:PORT] [--log FILE] [--name NAME]
+               [--memory-mb N] [--cap-cpu] -- COMMAND [ARGS]...
   bench lambda --interactive [--env K=V]... [--timeout SECS] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
   bench floor  --stub URL --epoch N [--in-flight N] [--rounds N]";
 
@@ -125,6 +128,7 @@ async fn stub_command(args: &Args) -> Result<(), String> {
             latency: Duration::from_millis(args.number("latency-ms", 1_500u64)?),
             seed: args.number("seed", 1u64)?,
         },
+        delay: Duration::from_millis(args.number("delay-ms", 0u64)?),
     };
     if !(0.0..=1.0).contains(&config.faults.rate) {
         return Err("--fault-rate: a number from 0 to 1".into());
@@ -166,6 +170,8 @@ async fn lambda_command(args: &Args) -> Result<(), String> {
         log: args.one("log").map(Into::into),
         name,
         command: args.rest.clone(),
+        memory_mb: args.number("memory-mb", 128u64)?,
+        cap_cpu: args.one("cap-cpu").is_some(),
     };
     if interactive {
         return harness::run_interactive(config)
@@ -194,7 +200,7 @@ async fn main() -> ExitCode {
         eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
-    let result = match Args::parse(rest, &["capture", "store", "interactive"]) {
+    let result = match Args::parse(rest, &["capture", "store", "interactive", "cap-cpu"]) {
         Err(e) => Err(e),
         Ok(args) => match command.as_str() {
             "stub" => stub_command(&args).await,

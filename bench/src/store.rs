@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::sqs::{AttributeValue, BatchEntry};
+use bench_support::sqs::{AttributeValue, BatchEntry};
 
 /// SQS's deduplication window.
 pub const DEDUP_WINDOW: Duration = Duration::from_secs(300);

@@ -1,6 +1,6 @@
 //! The benchmark's endpoint: a fast local SQS-compatible stub (AWS JSON 1.0)
 //! that answers `GetQueueAttributes`, `GetQueueUrl` and `SendMessageBatch` at
-//! once, checks every batch against the SQS limits (see [`crate::sqs`]) and
+//! once, checks every batch against the SQS limits (see [`bench_support::sqs`]) and
 //! counts calls, entries and bytes. It also serves S3 `GetObject` (path
 //! style) for objects given at start, for s3-to-sqs lines mode.
 //!
@@ -30,11 +30,14 @@
 //!   NDJSON (`message_id`, `sequence_number`, `body`, `attributes`,
 //!   `group`, `dedup`), in arrival order;
 //! * `POST /__object?key=BUCKET/KEY`: serve the request body as that S3 object;
-//! * `POST /__faults?rate=R`: change the fault rate (0 stops injecting).
+//! * `POST /__faults?rate=R`: change the fault rate (0 stops injecting);
+//! * `POST /__delay?ms=N`: answer every AWS call (SQS and S3) N milliseconds
+//!   after its request arrived, as a service one round trip away does (0: at
+//!   once). `--delay-ms` sets it at start.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -47,8 +50,8 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 
 use crate::faults::{EntryFault, Fault, FaultConfig, Injector};
-use crate::sqs::{self, BatchRequest, EntryVerdict};
 use crate::store::{self, Accepted, Queue};
+use bench_support::sqs::{self, BatchRequest, EntryVerdict};
 
 /// The stub's settings.
 #[derive(Debug, Clone)]
@@ -65,6 +68,9 @@ pub struct StubConfig {
     pub store: bool,
     /// Faults to inject into `SendMessageBatch` calls.
     pub faults: FaultConfig,
+    /// Every AWS call is answered this long after its request arrived (a
+    /// round trip to a real service); zero answers at once.
+    pub delay: Duration,
 }
 
 /// One epoch's counters.
@@ -495,6 +501,13 @@ fn admin(state: &Shared, method: &Method, path: &str, query: Option<&str>, body:
             lock(state).injector.set_rate(rate);
             reply(StatusCode::OK, "text/plain", "ok")
         }
+        (&Method::POST, "/__delay") => {
+            let Some(ms) = query_param(query, "ms").and_then(|r| r.parse::<u64>().ok()) else {
+                return reply(StatusCode::BAD_REQUEST, "text/plain", "ms=N is required");
+            };
+            lock(state).config.delay = Duration::from_millis(ms);
+            reply(StatusCode::OK, "text/plain", "ok")
+        }
         (&Method::POST, "/__epoch") => {
             let mut st = lock(state);
             st.epochs.push(Epoch::default());
@@ -550,6 +563,7 @@ fn admin(state: &Shared, method: &Method, path: &str, query: Option<&str>, body:
 }
 
 async fn handle(state: Shared, req: Request<Incoming>) -> Result<Reply, DropConnection> {
+    let arrived = Instant::now();
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let query = req.uri().query().map(str::to_owned);
@@ -568,9 +582,16 @@ async fn handle(state: Shared, req: Request<Incoming>) -> Result<Reply, DropConn
             ));
         }
     };
-    Ok(if path.starts_with("/__") {
-        admin(&state, &method, &path, query.as_deref(), body)
-    } else if let Some(target) = target {
+    if path.starts_with("/__") {
+        return Ok(admin(&state, &method, &path, query.as_deref(), body));
+    }
+    // A round trip away: the answer leaves `delay` after the request came in
+    // (the body is read by then, as a service reads it before answering).
+    let delay = lock(&state).config.delay;
+    if !delay.is_zero() {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(arrived) + delay).await;
+    }
+    Ok(if let Some(target) = target {
         return sqs_call(&state, &target, body).await;
     } else if method == Method::GET || method == Method::HEAD {
         get_object(&state, &path, method == Method::HEAD)

@@ -164,7 +164,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("MAX_MESSAGE_BYTES", ""),
     ("FALLBACK_MESSAGE_BYTES", "1048576"),
     ("MAX_BATCH_BYTES", "1048576"),
-    ("MAX_IN_FLIGHT", "4"),
+    ("MAX_IN_FLIGHT", ""),
     ("WINDOW_MESSAGES", "1000"),
     ("WINDOW_BYTES", "8388608"),
     ("RETRY_MAX_ATTEMPTS", "5"),
@@ -332,6 +332,26 @@ fn read_offload<F: Fn(&str) -> Option<String>>(
         },
         force_path_style,
     }))
+}
+
+/// The variable Lambda sets to the function's memory, in MB; read for
+/// `MAX_IN_FLIGHT`'s default (not a setting of ours: not in [`VARIABLES`]).
+pub const MEMORY_SIZE_VARIABLE: &str = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE";
+
+fn memory_mb<F: Fn(&str) -> Option<String>>(r: &Reader<F>) -> Option<u64> {
+    r.raw(MEMORY_SIZE_VARIABLE)?.trim().parse().ok()
+}
+
+/// `MAX_IN_FLIGHT` when it is not set: one call in flight per 64 MB of the
+/// function's memory, at least 4 and at most 64 (4 up to 256 MB, 27 at
+/// 1,769 MB); 4 outside Lambda. Lambda gives a function CPU in proportion to
+/// its memory (1,769 MB = one vCPU), so the CPU a call costs takes less wall
+/// time on a larger function, and more calls must be in flight to keep it
+/// busy while answers are a round trip away: at 1,769 MB and 10 ms round
+/// trips, 4 calls in flight kept a 10,000-record event waiting on the
+/// network (see the README, "Benchmarks").
+pub fn default_max_in_flight(memory_mb: Option<u64>) -> usize {
+    memory_mb.map_or(4, |mb| (mb / 64).clamp(4, 64) as usize)
 }
 
 fn default_of(name: &str) -> Option<&'static str> {
@@ -531,7 +551,10 @@ impl Config {
             MAX_REQUEST_BYTES as u64,
             " bytes",
         )? as usize;
-        let max_in_flight = r.required_number("MAX_IN_FLIGHT", 1, 64, "")? as usize;
+        let max_in_flight = match r.number("MAX_IN_FLIGHT", 1, 64, "")? {
+            Some(v) => v as usize,
+            None => default_max_in_flight(memory_mb(&r)),
+        };
         let window = Window {
             max_messages: r.required_number("WINDOW_MESSAGES", 1, 1_000_000, "")? as usize,
             max_bytes: r.required_number("WINDOW_BYTES", 1_048_576, 1_073_741_824, " bytes")?
@@ -672,6 +695,18 @@ mod tests {
         assert_eq!(c.max_batch_bytes, 1_048_576);
         assert_eq!(c.max_in_flight, 4);
         assert_eq!(c.retry, RetryPolicy::default());
+        // MAX_IN_FLIGHT unset follows Lambda's memory; set, it is as set.
+        let at = |mb: &str, set: Option<&str>| {
+            let mut vars = vec![("QUEUE_URL", URL), (MEMORY_SIZE_VARIABLE, mb)];
+            vars.extend(set.map(|v| ("MAX_IN_FLIGHT", v)));
+            config(&vars).expect("valid").max_in_flight
+        };
+        assert_eq!(at("128", None), 4);
+        assert_eq!(at("512", None), 8);
+        assert_eq!(at("1769", None), 27);
+        assert_eq!(at("10240", None), 64);
+        assert_eq!(at("1769", Some("4")), 4);
+        assert_eq!(at("not a number", None), 4);
         assert_eq!(c.oversize, OversizePolicy::Fail);
         assert_eq!(c.body_encoding, BodyEncoding::Auto);
         assert_eq!(c.fifo_order, FifoOrder::Strict);
@@ -747,7 +782,7 @@ mod tests {
         let asked = asked.into_inner().expect("lock");
         for k in &asked {
             assert!(
-                VARIABLES.iter().any(|(n, _)| n == k),
+                VARIABLES.iter().any(|(n, _)| n == k) || k == MEMORY_SIZE_VARIABLE,
                 "{k} is read but not in VARIABLES"
             );
         }

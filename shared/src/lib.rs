@@ -83,6 +83,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "mimalloc")]
+pub mod allocator;
 pub mod batch;
 pub mod config;
 pub mod credentials;

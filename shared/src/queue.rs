@@ -14,6 +14,7 @@
 //! ([`crate::credentials`]).
 
 use aws_sdk_sqs::config::Region;
+use aws_sdk_sqs::config::StalledStreamProtectionConfig;
 use aws_sdk_sqs::config::retry::RetryConfig;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::QueueAttributeName;
@@ -65,11 +66,22 @@ pub struct QueueInfo {
     pub content_based_deduplication: Option<bool>,
 }
 
-/// An SQS client for this SDK configuration, with the SDK's own retries off.
-pub fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
-    let conf = aws_sdk_sqs::config::Builder::from(sdk)
+/// The settings every SQS client of the forwarder gets on top of the SDK
+/// configuration: the forwarder's own retries and call timeouts are in
+/// charge, so the SDK's retries are off, and so is its stalled-stream
+/// protection (a throughput monitor around every request and response body,
+/// with a timer per call: `CALL_TIMEOUT_MS` already bounds every call).
+fn forwarder_settings(builder: aws_sdk_sqs::config::Builder) -> aws_sdk_sqs::config::Builder {
+    builder
         .retry_config(RetryConfig::disabled())
-        .build();
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+}
+
+/// An SQS client for this SDK configuration, with the SDK's own retries and
+/// stalled-stream protection off (the forwarder retries and times calls out
+/// itself).
+pub fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(sdk)).build();
     aws_sdk_sqs::Client::from_conf(conf)
 }
 
@@ -81,9 +93,8 @@ pub fn sqs_client_for(
     config: &Config,
 ) -> Result<aws_sdk_sqs::Client, SetupError> {
     let region = sqs_region(sdk, config)?;
-    let conf = aws_sdk_sqs::config::Builder::from(sdk)
+    let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(sdk))
         .region(Region::new(region))
-        .retry_config(RetryConfig::disabled())
         .build();
     Ok(aws_sdk_sqs::Client::from_conf(conf))
 }

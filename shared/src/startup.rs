@@ -53,6 +53,8 @@ pub async fn start_with(
     service: &str,
     source_sets_group_ids: bool,
 ) -> Result<Started, SetupError> {
+    #[cfg(feature = "mimalloc")]
+    crate::allocator::configure();
     let observability = observability::init(config.log_format, &config.metrics_namespace, service);
     config.check_group_ids(source_sets_group_ids)?;
     let sdk = crate::credentials::load_sdk_config(&config).await?;

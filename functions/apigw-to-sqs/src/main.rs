@@ -10,6 +10,10 @@ use apigw_to_sqs::{Handler, SERVICE, Settings};
 use lambda_http::{Error, Request, service_fn};
 use sqs_forwarder::{Env, startup};
 
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+#[global_allocator]
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+
 /// A failed cold start. Returned from `main`, it fails the init and prints
 /// `Error: <message>` to the function's log (its `Debug` is the message).
 struct InitError(String);

@@ -8,6 +8,10 @@ use kinesis_to_sqs::{SERVICE, Settings, handle};
 use lambda_runtime::{LambdaEvent, service_fn};
 use sqs_forwarder::{Env, startup};
 
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+#[global_allocator]
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     // A bad value fails the init with a message naming the variable, the

@@ -8,6 +8,10 @@ use rabbitmq_to_sqs::{Function, SERVICE, Settings};
 use serde_json::Value;
 use sqs_forwarder::{Env, startup};
 
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+#[global_allocator]
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     // Cold start: this function's own settings (no network needed), then

@@ -7,6 +7,10 @@ use s3_to_sqs::{Handler, SERVICE, Settings, reader_sdk, s3_client};
 use serde_json::Value;
 use sqs_forwarder::{Env, deadline_from_epoch_millis, startup};
 
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+#[global_allocator]
+static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+
 /// Print why the function cannot start and stop (Lambda reports the init
 /// failure with this output in the function's log).
 fn cannot_start(error: &dyn std::fmt::Display) -> ! {
