@@ -66,20 +66,7 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
 {
-    match err {
-        SdkError::ServiceError(e) => (
-            e.err().code().unwrap_or("Unknown").to_owned(),
-            e.err().message().unwrap_or("").to_owned(),
-        ),
-        SdkError::TimeoutError(_) => ("Timeout".to_owned(), err.to_string()),
-        SdkError::DispatchFailure(_) => ("ConnectionError".to_owned(), err.to_string()),
-        _ => (
-            "Unknown".to_owned(),
-            std::error::Error::source(err)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| err.to_string()),
-        ),
-    }
+    sqs_forwarder::receive::describe_sdk_error(err)
 }
 
 /// Kinesis clients by region (a range names its stream's region).
