@@ -241,7 +241,8 @@ fn assemble(slots: &[Slot]) -> Vec<Attribute> {
     attributes
 }
 
-fn bytes_json(b: &[u8]) -> Value {
+/// Bytes as JSON: text when they are UTF-8, else `{"base64": "..."}`.
+pub(crate) fn bytes_json(b: &[u8]) -> Value {
     match std::str::from_utf8(b) {
         Ok(s) => Value::String(s.to_owned()),
         Err(_) => {

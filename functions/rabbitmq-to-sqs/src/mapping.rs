@@ -21,14 +21,13 @@
 //!   id, and a message without one is refused here. Ids SQS would refuse
 //!   are hashed ([`crate::fifo_id`]).
 
-use base64::Engine as _;
 use lapin::types::{AMQPValue, FieldTable};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use sqs_forwarder::encode::is_sqs_text;
 use sqs_forwarder::{Attribute, Failure, Message};
 
 use crate::fifo_id::sqs_id;
-use crate::fold::{Room, fit, report};
+use crate::fold::{Room, bytes_json, fit, report};
 use crate::settings::{DedupFrom, DeliveryMode, GroupFrom, MappingRules, Property};
 
 /// A header or property value, whatever the source.
@@ -203,17 +202,6 @@ pub const TOO_DEEP: &str = "(nested deeper than 16 levels: left out)";
 /// `{"base64": "..."}`; tables and arrays deeper than [`MAX_DEPTH`] become
 /// [`TOO_DEEP`] (and `cut` is set).
 fn amqp_json(v: &AMQPValue, depth: usize, cut: &mut bool) -> Value {
-    let bytes = |b: &[u8]| match std::str::from_utf8(b) {
-        Ok(s) => Value::String(s.to_owned()),
-        Err(_) => {
-            let mut m = Map::new();
-            m.insert(
-                "base64".into(),
-                Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
-            );
-            Value::Object(m)
-        }
-    };
     match v {
         AMQPValue::Boolean(b) => Value::Bool(*b),
         AMQPValue::ShortShortInt(n) => Value::from(*n),
@@ -228,8 +216,8 @@ fn amqp_json(v: &AMQPValue, depth: usize, cut: &mut bool) -> Value {
         AMQPValue::Double(f) => Number::from_f64(*f).map_or(Value::Null, Value::Number),
         AMQPValue::DecimalValue(d) => Value::String(decimal(d.value, d.scale)),
         AMQPValue::ShortString(s) => Value::String(s.as_str().to_owned()),
-        AMQPValue::LongString(s) => bytes(s.as_bytes()),
-        AMQPValue::ByteArray(b) => bytes(b.as_slice()),
+        AMQPValue::LongString(s) => bytes_json(s.as_bytes()),
+        AMQPValue::ByteArray(b) => bytes_json(b.as_slice()),
         AMQPValue::FieldArray(_) | AMQPValue::FieldTable(_) if depth >= MAX_DEPTH => {
             *cut = true;
             Value::String(TOO_DEEP.to_owned())
