@@ -6,6 +6,12 @@
 # cargo-lambda, the arm64 Rust target and qemu-user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A test run never reuses incremental state worth its disk (gigabytes per
+# build); set CARGO_INCREMENTAL=1 to keep it while iterating.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# One line per step with the free disk and the size of target/, so a run that
+# fills the disk says where.
+disk() { echo "disk: $1: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target/ $(du -sh target 2>/dev/null | cut -f1)"; }
 
 endpoint="$(scripts/local-sqs.sh start)"
 export SQS_TEST_ENDPOINT="$endpoint"
@@ -16,20 +22,27 @@ export RABBITMQ_TEST_URL="$rabbitmq_url"
 
 echo "== template.yaml"
 scripts/check-template.sh | tee .local/template.log
+disk "before fmt"
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+disk "before test"
 echo "== cargo test (local SQS at $endpoint)"
 cargo test --workspace 2>&1 | tee .local/test.log
+disk "before cargo-lambda"
 echo "== the README's cargo-lambda commands (scripts/readme-cargo-lambda.sh)"
 scripts/readme-cargo-lambda.sh 2>&1 | tee .local/cargo-lambda.log
+disk "before bench smoke"
 echo "== bench smoke (bench/run.sh --smoke: tiny workloads, debug builds; it reports figures, asserts no speed)"
 bench/run.sh --smoke 2>&1 | tee .local/bench-smoke.log
+disk "before soak smoke"
 echo "== soak smoke (bench/soak.sh --smoke: 2,000 records per function and queue, 30% faults; fails if anything is lost)"
 bench/soak.sh --smoke 2>&1 | tee .local/soak-smoke.log
+disk "before sam build"
 echo "== sam build, and each built bootstrap run (scripts/deploy-build.sh; CI_SKIP_DEPLOY_BUILD=1 skips it)"
 scripts/deploy-build.sh 2>&1 | tee .local/deploy-build.log
+disk "after all steps"
 # One closing line for the whole run (the template checks count too).
 awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^template: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
