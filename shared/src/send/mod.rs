@@ -30,8 +30,10 @@
 //! for the rest of the call to [`Forwarder::forward`] ([`run`]).
 //!
 //! The steps, one file each: this file (the API and settings), [`run`] (the
-//! window and the scheduling loop), [`settle`] (a call's answer into
-//! outcomes and retries), [`stage`] (offload puts).
+//! window and the scheduling loop), [`slot`] (what the window holds),
+//! [`call`] (one `SendMessageBatch` call), [`settle`] (a call's answer into
+//! outcomes and retries), [`groups`] (FIFO group order and blocking),
+//! [`stage`] (offload puts).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,8 +49,11 @@ use crate::outcome::{Failure, MessageOutcome, Outcome, Summary};
 use crate::retry::RetryPolicy;
 use crate::transport::Transport;
 
+mod call;
+mod groups;
 mod run;
 mod settle;
+mod slot;
 mod stage;
 
 /// What to do with a message too large for the queue even on its own.

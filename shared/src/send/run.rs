@@ -1,15 +1,14 @@
 //! The window and the scheduling loop of one [`Forwarder::forward`].
 //!
 //! [`Run`] owns everything a call to `forward` holds: the messages read and
-//! not yet settled (`pending`, keyed by read order), the FIFO groups with a
-//! message in a call, the groups blocked for the rest of the run, the retry
-//! wake-ups, and the window's counts. The loop reads from the source while
+//! not yet settled (`pending`, keyed by read order, [`Slot`]s), the FIFO
+//! groups ([`Groups`]), the retry wake-ups, and the window's counts. The loop reads from the source while
 //! the window has room, starts S3 puts and calls while fewer than
 //! `max_in_flight` of each are out, and then waits for whichever comes
 //! first: a call or put finishing, a retry's backoff ending, the deadline.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use futures_util::StreamExt;
@@ -17,6 +16,8 @@ use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
+use super::groups::{Groups, group_blocked};
+use super::slot::{Batch, Done, Held, Slot, Staging};
 use super::stage::Put;
 use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
 use crate::batch::{Candidate, Picked, pick};
@@ -24,61 +25,7 @@ use crate::encode::{Entry, prepare};
 use crate::message::Message;
 use crate::metrics as m;
 use crate::outcome::{Failure, MessageOutcome, Outcome};
-use crate::transport::{BatchItem, CallError, EntryResult, Transport};
-
-/// A message read and not yet settled.
-pub(super) struct Slot<P> {
-    pub entry: Arc<Entry>,
-    pub position: P,
-    /// Attempts that count against the retry budget (a split after
-    /// `BatchRequestTooLong` does not).
-    pub attempts: u32,
-    /// Calls that carried the message, whatever their answer.
-    pub calls: u32,
-    pub not_before: Instant,
-    /// Largest call it may ride in (lowered after `BatchRequestTooLong`).
-    pub max_batch: usize,
-    /// Its payload is on its way to S3: not ready to send, and its group's
-    /// later messages wait behind it.
-    pub staging: Staging,
-    /// What it counts against the window's bytes.
-    pub bytes: usize,
-}
-
-/// Where a message under offload stands.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Staging {
-    /// Not offloaded, or its payload is stored.
-    Done,
-    /// Waiting for a free put.
-    Queued,
-    /// Its put is in flight.
-    Putting,
-}
-
-/// One call's entries, by read index.
-pub(super) type Batch<P> = Vec<(usize, Slot<P>)>;
-
-pub(super) type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
-
-/// What finished.
-pub(super) enum Done<P> {
-    Call(Batch<P>, CallResult),
-    Put {
-        index: usize,
-        bytes: usize,
-        result: Result<(), Failure>,
-    },
-}
-
-/// Why a FIFO group is blocked for the rest of the run.
-#[derive(Clone, Copy)]
-pub(super) enum BlockedBy {
-    /// An earlier message failed and its source will deliver it again.
-    Failed,
-    /// An earlier message's payload could not be stored in S3.
-    Offload,
-}
+use crate::transport::Transport;
 
 pub(super) struct Run<'a, T, P, F> {
     pub fwd: &'a Forwarder<T>,
@@ -87,17 +34,15 @@ pub(super) struct Run<'a, T, P, F> {
     window: Window,
     /// Messages read and not settled, not in a call: by read index.
     pub pending: BTreeMap<usize, Slot<P>>,
-    /// FIFO groups with messages in a call, and how many.
-    busy: HashMap<String, usize>,
-    /// FIFO groups whose later messages are not sent in this run.
-    pub blocked: HashMap<String, BlockedBy>,
+    /// FIFO groups in a call or blocked.
+    pub groups: Groups,
     /// Every retry time set by `settle` (one per call), earliest first: the
     /// next wake-up without walking every pending message.
     pub wakes: BinaryHeap<Reverse<Instant>>,
     /// Offload puts not started yet.
     pub queued: VecDeque<Put>,
     /// Messages and bytes held (pending, queued, in a call or a put).
-    held: (usize, usize),
+    held: Held,
     next_index: usize,
     pub tally: Tally,
 }
@@ -111,11 +56,10 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             report,
             window: s.window.effective(&s.limits, s.max_in_flight),
             pending: BTreeMap::new(),
-            busy: HashMap::new(),
-            blocked: HashMap::new(),
+            groups: Groups::default(),
             wakes: BinaryHeap::new(),
             queued: VecDeque::new(),
-            held: (0, 0),
+            held: Held::default(),
             next_index: 0,
             tally: Tally::default(),
         }
@@ -242,7 +186,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     }
 
     fn has_room(&self) -> bool {
-        self.held.0 < self.window.max_messages && self.held.1 < self.window.max_bytes
+        self.held.messages < self.window.max_messages && self.held.bytes < self.window.max_bytes
     }
 
     fn past_deadline(&self, now: Instant) -> bool {
@@ -268,9 +212,9 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         };
         if rules.fifo
             && let Some(g) = &entry.group_id
-            && let Some(by) = self.blocked.get(g)
+            && let Some(by) = self.groups.blocked(g)
         {
-            let failure = group_blocked(g, *by);
+            let failure = group_blocked(g, by);
             return self.report(position, Outcome::Failed(failure), 0);
         }
         let limit = settings.limits.largest_message();
@@ -300,16 +244,16 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
 
     /// Put a message read from the source into the window.
     pub fn hold(&mut self, index: usize, slot: Slot<P>) {
-        self.held.0 += 1;
-        self.held.1 += slot.bytes;
-        self.tally.peak_messages = self.tally.peak_messages.max(self.held.0);
-        self.tally.peak_bytes = self.tally.peak_bytes.max(self.held.1);
+        self.held.messages += 1;
+        self.held.bytes += slot.bytes;
+        self.tally.peak_messages = self.tally.peak_messages.max(self.held.messages);
+        self.tally.peak_bytes = self.tally.peak_bytes.max(self.held.bytes);
         self.pending.insert(index, slot);
     }
 
     /// A held message's bytes changed (its payload went to S3).
     pub fn shrink(&mut self, by: usize) {
-        self.held.1 = self.held.1.saturating_sub(by);
+        self.held.bytes = self.held.bytes.saturating_sub(by);
     }
 
     /// Hand a message's outcome to the caller.
@@ -330,8 +274,8 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
 
     /// Settle a held message: it leaves the window with its outcome.
     pub fn settle_slot(&mut self, slot: Slot<P>, outcome: Outcome, attempts: u32) {
-        self.held.0 = self.held.0.saturating_sub(1);
-        self.held.1 = self.held.1.saturating_sub(slot.bytes);
+        self.held.messages = self.held.messages.saturating_sub(1);
+        self.held.bytes = self.held.bytes.saturating_sub(slot.bytes);
         self.report(slot.position, outcome, attempts);
     }
 
@@ -352,41 +296,22 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             candidates,
             &self.fwd.settings.limits,
             self.fwd.settings.fifo_order,
-            |g| self.busy.contains_key(g),
+            |g| self.groups.is_busy(g),
         )
     }
 
     /// Take the picked messages out of `pending` into a call.
     fn take(&mut self, picked: Vec<usize>) -> Batch<P> {
-        let fifo = self.fwd.rules.fifo;
         let mut batch = Vec::with_capacity(picked.len());
         for index in picked {
             if let Some(mut slot) = self.pending.remove(&index) {
                 slot.attempts += 1;
                 slot.calls += 1;
-                if let (true, Some(g)) = (fifo, &slot.entry.group_id) {
-                    *self.busy.entry(g.clone()).or_default() += 1;
-                }
                 batch.push((index, slot));
             }
         }
+        self.enter_groups(&batch);
         batch
-    }
-
-    fn release_groups(&mut self, batch: &Batch<P>) {
-        if !self.fwd.rules.fifo {
-            return;
-        }
-        for (_, slot) in batch {
-            if let Some(g) = &slot.entry.group_id
-                && let Some(n) = self.busy.get_mut(g)
-            {
-                *n -= 1;
-                if *n == 0 {
-                    self.busy.remove(g);
-                }
-            }
-        }
     }
 
     /// The deadline came: every held message not in a call or a put fails,
@@ -430,57 +355,6 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         m::messages_dropped(s.dropped);
         self.tally
     }
-
-    /// A FIFO message ended failed-retryable (`by`): its event source will
-    /// deliver it again. Its group's later messages must not overtake it, so
-    /// those held are not sent and come back failed-retryable, and so do
-    /// those read later in this run.
-    pub fn block_group(&mut self, failed: usize, group: Option<&str>, by: BlockedBy) {
-        let (true, Some(group)) = (self.fwd.rules.fifo, group) else {
-            return;
-        };
-        self.blocked.insert(group.to_owned(), by);
-        let later: Vec<usize> = self
-            .pending
-            .range(failed + 1..)
-            .filter(|(_, s)| s.entry.group_id.as_deref() == Some(group))
-            .map(|(i, _)| *i)
-            .collect();
-        for index in later {
-            if let Some(slot) = self.pending.remove(&index) {
-                if slot.staging == Staging::Queued {
-                    self.queued.retain(|p| p.index != index);
-                }
-                let calls = slot.calls;
-                self.settle_slot(slot, Outcome::Failed(group_blocked(group, by)), calls);
-            }
-        }
-    }
-}
-
-impl<T: Transport> Forwarder<T> {
-    /// One `SendMessageBatch` call, within `timeout`.
-    async fn call<P>(&self, batch: Batch<P>, timeout: std::time::Duration) -> Done<P> {
-        let items: Vec<BatchItem> = batch
-            .iter()
-            .map(|(index, slot)| BatchItem {
-                id: index.to_string(),
-                entry: Arc::clone(&slot.entry),
-            })
-            .collect();
-        m::batch_sent();
-        let result = match tokio::time::timeout(timeout, self.transport.send_batch(&items)).await {
-            Ok(r) => r,
-            Err(_) => Err(CallError::Failed(Failure::transient(
-                "Timeout",
-                format!(
-                    "no answer to SendMessageBatch within {} ms",
-                    timeout.as_millis()
-                ),
-            ))),
-        };
-        Done::Call(batch, result)
-    }
 }
 
 fn deadline_exceeded() -> Outcome {
@@ -488,17 +362,4 @@ fn deadline_exceeded() -> Outcome {
         "DeadlineExceeded",
         "the invocation's deadline came before this message could be sent",
     ))
-}
-
-pub(super) fn group_blocked(group: &str, by: BlockedBy) -> Failure {
-    let what = match by {
-        BlockedBy::Failed => "failed",
-        BlockedBy::Offload => "could not be offloaded",
-    };
-    Failure::transient(
-        "GroupBlocked",
-        format!(
-            "an earlier message of group {group:?} {what}; this one was not sent, to keep the group's order"
-        ),
-    )
 }

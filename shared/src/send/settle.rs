@@ -8,7 +8,9 @@
 use tokio::time::Instant;
 
 use super::MIN_CALL_TIME;
-use super::run::{Batch, BlockedBy, CallResult, Run, Slot};
+use super::groups::{BlockedBy, group_blocked};
+use super::run::Run;
+use super::slot::{Batch, CallResult, Slot};
 use crate::metrics as m;
 use crate::outcome::{Failure, MessageOutcome, Outcome};
 use crate::transport::{CallError, EntryResult, Transport};
@@ -143,11 +145,11 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         }
         if self.fwd.rules.fifo
             && let Some(g) = slot.entry.group_id.as_deref()
-            && let Some(by) = self.blocked.get(g).copied()
+            && let Some(by) = self.groups.blocked(g)
         {
             // An earlier message of its group gave up meanwhile (in this
             // same call): a retry would overtake it.
-            let failure = super::run::group_blocked(g, by);
+            let failure = group_blocked(g, by);
             self.settle_slot(slot, Outcome::Failed(failure), attempts);
             return false;
         }

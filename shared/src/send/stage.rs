@@ -11,7 +11,9 @@
 
 use tokio::time::Instant;
 
-use super::run::{BlockedBy, Done, Run, Staging};
+use super::groups::BlockedBy;
+use super::run::Run;
+use super::slot::{Done, Staging};
 use super::{Forwarder, MIN_CALL_TIME};
 use crate::encode::Entry;
 use crate::metrics as m;

@@ -1,0 +1,65 @@
+//! What the window holds: one [`Slot`] per message read and not yet settled,
+//! the calls and puts that come back to the loop ([`Done`]), and the window's
+//! running totals ([`Held`]).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::encode::Entry;
+use crate::outcome::Failure;
+use crate::transport::{CallError, EntryResult};
+
+/// A message read and not yet settled.
+pub(super) struct Slot<P> {
+    pub entry: Arc<Entry>,
+    pub position: P,
+    /// Attempts that count against the retry budget (a split after
+    /// `BatchRequestTooLong` does not).
+    pub attempts: u32,
+    /// Calls that carried the message, whatever their answer.
+    pub calls: u32,
+    pub not_before: Instant,
+    /// Largest call it may ride in (lowered after `BatchRequestTooLong`).
+    pub max_batch: usize,
+    /// Its payload is on its way to S3: not ready to send, and its group's
+    /// later messages wait behind it.
+    pub staging: Staging,
+    /// What it counts against the window's bytes.
+    pub bytes: usize,
+}
+
+/// Where a message under offload stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Staging {
+    /// Not offloaded, or its payload is stored.
+    Done,
+    /// Waiting for a free put.
+    Queued,
+    /// Its put is in flight.
+    Putting,
+}
+
+/// One call's entries, by read index.
+pub(super) type Batch<P> = Vec<(usize, Slot<P>)>;
+
+/// A call's answer: one result per entry id, or why the call failed.
+pub(super) type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
+
+/// What finished.
+pub(super) enum Done<P> {
+    Call(Batch<P>, CallResult),
+    Put {
+        index: usize,
+        bytes: usize,
+        result: Result<(), Failure>,
+    },
+}
+
+/// Messages and bytes the window holds (pending, queued for a put, in a call
+/// or a put).
+#[derive(Default)]
+pub(super) struct Held {
+    pub messages: usize,
+    pub bytes: usize,
+}
