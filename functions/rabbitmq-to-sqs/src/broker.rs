@@ -13,9 +13,21 @@ use std::time::Duration;
 use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
 use lapin::uri::{AMQPScheme, AMQPUri};
 use lapin::{Connection, ConnectionProperties, ErrorKind};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// What replaces a password in anything shown.
 pub const MASK: &str = "***";
+
+/// Log directives that keep the AMQP client's trace logs off: they print
+/// raw frames, the login included, so never below debug, whatever
+/// `RUST_LOG` says. [`crate::Function::new`] adds them to the process's log
+/// filter ([`sqs_forwarder::observability::add_directives`]); tests capture
+/// logs through them.
+pub const QUIET_AMQP: &[&str] = &[
+    "lapin=debug",
+    "amq_protocol=debug",
+    "amq_protocol_types=debug",
+];
 
 /// A URL with its password replaced by [`MASK`]. Works on text that is not a
 /// valid URL too: everything between the user name and the last `@` of the
@@ -81,16 +93,16 @@ impl Secrets {
     }
 }
 
+/// What RFC 3986 leaves unencoded (its unreserved characters): a password
+/// in a URL is written with everything else percent-encoded.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, UNRESERVED).to_string()
 }
 
 /// A user name and password for the broker.
@@ -467,6 +479,17 @@ mod tests {
         assert_eq!(format!("{s:?}"), "Secrets(2 hidden)");
         s.add("");
         assert_eq!(s.scrub("nothing"), "nothing");
+    }
+
+    #[test]
+    fn passwords_are_encoded_as_a_url_writes_them() {
+        // Everything but RFC 3986's unreserved characters, UTF-8 bytes
+        // one by one, in upper-case hex.
+        assert_eq!(percent_encode("aZ09-._~"), "aZ09-._~");
+        assert_eq!(
+            percent_encode("p@ss/w:rd %é"),
+            "p%40ss%2Fw%3Ard%20%25%C3%A9"
+        );
     }
 
     #[test]
