@@ -5,10 +5,11 @@
 //! (default `info`). Metrics go through the `metrics` facade to a CloudWatch
 //! Embedded Metric Format collector; [`Observability::flush`] writes one EMF
 //! document to standard output, where Lambda's log capture turns it into
-//! CloudWatch metrics. Nothing here logs message bodies or credentials, and
-//! the AMQP client's trace-level frame dumps are never enabled.
+//! CloudWatch metrics. Nothing here logs message bodies or credentials. A
+//! function whose dependencies log what must not be shown adds directives
+//! that hold them back, whatever `RUST_LOG` says ([`add_directives`]).
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use tracing_subscriber::EnvFilter;
 
@@ -31,9 +32,7 @@ pub fn in_lambda() -> bool {
 /// later calls return the first handle.
 pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observability {
     *INSTALLED.get_or_init(|| {
-        let filter = quiet_amqp(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        );
+        let filter = filter();
         let json = match format {
             LogFormat::Json => true,
             LogFormat::Text => false,
@@ -42,11 +41,26 @@ pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observ
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr);
-        let _ = if json {
-            builder.json().with_current_span(false).try_init()
+        // The filter can be rebuilt later, when a function adds directives.
+        let installed = if json {
+            let builder = builder
+                .json()
+                .with_current_span(false)
+                .with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder
+                .try_init()
+                .map(|()| Box::new(move |f| handle.reload(f).is_ok()) as Reload)
         } else {
-            builder.with_target(false).try_init()
+            let builder = builder.with_target(false).with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder
+                .try_init()
+                .map(|()| Box::new(move |f| handle.reload(f).is_ok()) as Reload)
         };
+        if let Ok(reload) = installed {
+            let _ = RELOAD.set(reload);
+        }
         let collector = metrics_cloudwatch_embedded::Builder::new()
             .cloudwatch_namespace(metrics_namespace.to_owned())
             .with_dimension("Service", service.to_owned())
@@ -57,20 +71,51 @@ pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observ
     })
 }
 
-/// `filter` with the AMQP client's trace logs turned off: they print raw
-/// frames, the login included, so never below debug, whatever `RUST_LOG`
-/// says. [`init`] applies it; tests capture logs through it.
-pub fn quiet_amqp(mut filter: EnvFilter) -> EnvFilter {
-    for quiet in [
-        "lapin=debug",
-        "amq_protocol=debug",
-        "amq_protocol_types=debug",
-    ] {
-        if let Ok(d) = quiet.parse() {
+/// Replaces the installed log filter; `false` when it is gone.
+type Reload = Box<dyn Fn(EnvFilter) -> bool + Send + Sync>;
+
+/// Directives added by [`add_directives`], in order.
+static DIRECTIVES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// How to replace the filter [`init`] installed, once it has.
+static RELOAD: OnceLock<Reload> = OnceLock::new();
+
+/// The log filter: `RUST_LOG` (default `info`), then every directive added.
+fn filter() -> EnvFilter {
+    let base = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let added = DIRECTIVES.lock().map(|d| d.clone()).unwrap_or_default();
+    with_directives(base, &added)
+}
+
+/// `filter` with these directives (`target=level`) added, later ones
+/// winning over `RUST_LOG`'s for the same target; one that does not parse
+/// is left out.
+pub fn with_directives<S: AsRef<str>>(mut filter: EnvFilter, directives: &[S]) -> EnvFilter {
+    for d in directives {
+        if let Ok(d) = d.as_ref().parse() {
             filter = filter.add_directive(d);
         }
     }
     filter
+}
+
+/// Add directives (`target=level`) to this process's log filter, whatever
+/// `RUST_LOG` says: a function holds back what a dependency logs and must
+/// not be shown. Added before [`init`], they are part of the filter it
+/// installs; after, the installed filter is rebuilt with them.
+pub fn add_directives(directives: &[&str]) {
+    if let Ok(mut added) = DIRECTIVES.lock() {
+        for d in directives {
+            if !added.iter().any(|a| a == d) {
+                added.push((*d).to_owned());
+            }
+        }
+    }
+    if let Some(reload) = RELOAD.get()
+        && !reload(filter())
+    {
+        tracing::warn!("could not add log directives {directives:?}");
+    }
 }
 
 impl std::fmt::Debug for Observability {
@@ -98,5 +143,19 @@ impl Observability {
             Some(c) => c.flush(writer),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_directives_join_the_filter_once() {
+        add_directives(&["some_dependency=debug"]);
+        add_directives(&["some_dependency=debug", "other_dependency=warn"]);
+        let shown = filter().to_string();
+        assert_eq!(shown.matches("some_dependency=debug").count(), 1, "{shown}");
+        assert!(shown.contains("other_dependency=warn"), "{shown}");
     }
 }

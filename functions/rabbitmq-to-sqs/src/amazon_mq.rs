@@ -14,11 +14,11 @@
 use aws_lambda_events::event::rabbitmq::{RabbitMqEvent, RabbitMqMessage};
 use base64::Engine as _;
 use serde::Serialize;
-use sqs_forwarder::{Failure, Message, Outcome, Summary, Transport};
+use sqs_forwarder::{Failure, Forwarder, Message, Outcome, Summary, Transport};
 use tokio::time::Instant;
 
-use crate::mapping::{FieldValue, Incoming, Properties, json_value};
-use crate::{Function, HandlerError};
+use crate::HandlerError;
+use crate::mapping::{FieldValue, Incoming, Mapper, Properties, json_value};
 
 /// A message's place in the event: its `queue::vhost` key and index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,70 +92,70 @@ pub fn incoming(queue: &str, m: &RabbitMqMessage) -> Result<Incoming, Failure> {
     })
 }
 
-impl<T: Transport> Function<T> {
-    /// Forward an `aws:rmq` batch. Any message that did not reach SQS makes
-    /// this an error, so that Lambda gives the batch back to the broker.
-    pub async fn forward_amazon_mq(
-        &self,
-        event: RabbitMqEvent,
-        send_deadline: Option<Instant>,
-    ) -> Result<BatchReport, HandlerError> {
-        let mut keys: Vec<&String> = event.messages_by_queue.keys().collect();
-        keys.sort();
-        let mut messages: Vec<Message<EventPosition>> = Vec::new();
-        let mut refused: Vec<(EventPosition, Failure)> = Vec::new();
-        for key in keys {
-            let queue = queue_of(key);
-            for (index, m) in event.messages_by_queue[key].iter().enumerate() {
-                let position = EventPosition {
-                    key: key.clone(),
-                    index,
-                };
-                let mapped = incoming(queue, m)
-                    .map_err(|f| (position.clone(), f))
-                    .and_then(|inc| self.mapper.message(inc, position.clone()));
-                match mapped {
-                    Ok(msg) => messages.push(msg),
-                    Err((pos, f)) => refused.push((pos, f)),
-                }
+/// Forward an `aws:rmq` batch, mapped by `mapper`, through `forwarder`.
+/// Any message that did not reach SQS makes this an error, so that Lambda
+/// gives the batch back to the broker.
+pub async fn forward<T: Transport>(
+    forwarder: &Forwarder<T>,
+    mapper: &Mapper,
+    event: RabbitMqEvent,
+    send_deadline: Option<Instant>,
+) -> Result<BatchReport, HandlerError> {
+    let mut keys: Vec<&String> = event.messages_by_queue.keys().collect();
+    keys.sort();
+    let mut messages: Vec<Message<EventPosition>> = Vec::new();
+    let mut refused: Vec<(EventPosition, Failure)> = Vec::new();
+    for key in keys {
+        let queue = queue_of(key);
+        for (index, m) in event.messages_by_queue[key].iter().enumerate() {
+            let position = EventPosition {
+                key: key.clone(),
+                index,
+            };
+            let mapped = incoming(queue, m)
+                .map_err(|f| (position.clone(), f))
+                .and_then(|inc| mapper.message(inc, position.clone()));
+            match mapped {
+                Ok(msg) => messages.push(msg),
+                Err((pos, f)) => refused.push((pos, f)),
             }
         }
-        let received = messages.len() + refused.len();
-        let outcomes = self.forwarder.send_all(messages, send_deadline).await;
-        let summary = Summary::of(&outcomes);
-        let mut failures: Vec<(EventPosition, Failure)> = refused;
-        for o in outcomes {
-            if let Outcome::Failed(f) = o.outcome {
-                failures.push((o.position, f));
-            }
-        }
-        for (pos, f) in &failures {
-            tracing::error!(
-                queue_key = %pos.key,
-                index = pos.index,
-                code = %f.code,
-                retryable = f.retryable,
-                "message not sent: {}",
-                f.message
-            );
-        }
-        if !failures.is_empty() {
-            let mut codes: Vec<&str> = failures.iter().map(|(_, f)| f.code.as_str()).collect();
-            codes.sort_unstable();
-            codes.dedup();
-            return Err(HandlerError::Unsent {
-                failed: failures.len(),
-                total: received,
-                permanent: failures.iter().filter(|(_, f)| !f.retryable).count(),
-                codes: codes.join(", "),
-            });
-        }
-        Ok(BatchReport {
-            received,
-            sent: summary.sent,
-            dropped: summary.dropped,
-        })
     }
+    let received = messages.len() + refused.len();
+    let outcomes = forwarder.send_all(messages, send_deadline).await;
+    let summary = Summary::of(&outcomes);
+    let mut failures: Vec<(EventPosition, Failure)> = refused;
+    for o in outcomes {
+        if let Outcome::Failed(f) = o.outcome {
+            failures.push((o.position, f));
+        }
+    }
+    for (pos, f) in &failures {
+        tracing::error!(
+            queue_key = %pos.key,
+            index = pos.index,
+            code = %f.code,
+            retryable = f.retryable,
+            "message not sent: {}",
+            f.message
+        );
+    }
+    if !failures.is_empty() {
+        let mut codes: Vec<&str> = failures.iter().map(|(_, f)| f.code.as_str()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        return Err(HandlerError::Unsent {
+            failed: failures.len(),
+            total: received,
+            permanent: failures.iter().filter(|(_, f)| !f.retryable).count(),
+            codes: codes.join(", "),
+        });
+    }
+    Ok(BatchReport {
+        received,
+        sent: summary.sent,
+        dropped: summary.dropped,
+    })
 }
 
 #[cfg(test)]

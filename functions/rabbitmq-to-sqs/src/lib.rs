@@ -31,6 +31,7 @@ pub mod acks;
 pub mod amazon_mq;
 pub mod broker;
 pub mod drain;
+mod error;
 pub mod fifo_id;
 pub mod fold;
 pub mod mapping;
@@ -43,9 +44,11 @@ use sqs_forwarder::{ConfigError, Forwarder, Transport};
 use tokio::time::Instant;
 
 use crate::broker::{BrokerError, Secrets};
-use crate::drain::PollReport;
+use crate::drain::{PollReport, Poller};
+pub use crate::error::HandlerError;
 use crate::mapping::Mapper;
 use crate::secret::SecretSource;
+use crate::settings::BrokerSettings;
 pub use crate::settings::{DeliveryMode, Settings, VARIABLES};
 
 /// The service name: the metrics' `Service` dimension and the AMQP
@@ -59,75 +62,6 @@ pub mod metric {
     pub const HEADERS_FOLDED: &str = "HeadersFolded";
     /// Headers left out because the message would not fit otherwise.
     pub const HEADERS_DROPPED: &str = "HeadersDropped";
-}
-
-/// Why an invocation failed. No variant ever holds a password.
-#[derive(Debug, thiserror::Error)]
-pub enum HandlerError {
-    /// A scheduled event arrived but no broker is configured.
-    #[error(
-        "got a scheduled event, but RABBITMQ_URL and RABBITMQ_QUEUES are not set: set them to poll a broker (this function only forwards Amazon MQ aws:rmq events without them)"
-    )]
-    NotConfigured,
-    /// The event is neither a schedule nor an `aws:rmq` batch.
-    #[error("unusable event: {0}")]
-    BadEvent(String),
-    /// The broker could not be reached.
-    #[error(transparent)]
-    Broker(#[from] BrokerError),
-    /// A queue's drain ended with a broker error.
-    #[error(
-        "polling ended with broker errors after taking {received} messages and sending {sent} to SQS; messages not acknowledged stay with the broker, which redelivers them (so SQS may get some twice): {errors}"
-    )]
-    Poll {
-        /// Messages SQS accepted (acked, unless the error came first).
-        sent: u64,
-        /// Messages taken.
-        received: u64,
-        /// Each failed queue and its error.
-        errors: String,
-        /// The full report.
-        report: Box<PollReport>,
-    },
-    /// Some messages of an `aws:rmq` batch did not reach SQS.
-    #[error(
-        "{failed} of {total} messages were not sent to SQS ({codes}); failing the invocation so that Lambda returns the batch to the broker{}",
-        if *permanent > 0 { format!(" ({permanent} can never be sent: give the queue a delivery limit and a dead-letter exchange, or the batch is retried for ever)") } else { String::new() }
-    )]
-    Unsent {
-        /// Messages not sent.
-        failed: usize,
-        /// Messages in the batch.
-        total: usize,
-        /// Of which no retry can send.
-        permanent: usize,
-        /// The failure codes.
-        codes: String,
-    },
-}
-
-impl HandlerError {
-    /// A short name for the kind of failure (Lambda's `errorType`).
-    pub fn kind(&self) -> &'static str {
-        match self {
-            HandlerError::NotConfigured => "NotConfigured",
-            HandlerError::BadEvent(_) => "BadEvent",
-            HandlerError::Broker(BrokerError::AccessRefused { .. }) => "BrokerAccessRefused",
-            HandlerError::Broker(BrokerError::Secret { .. }) => "BrokerSecret",
-            HandlerError::Broker(_) => "BrokerUnreachable",
-            HandlerError::Poll { .. } => "BrokerError",
-            HandlerError::Unsent { .. } => "MessagesNotSent",
-        }
-    }
-}
-
-impl From<HandlerError> for lambda_runtime::Diagnostic {
-    fn from(e: HandlerError) -> Self {
-        lambda_runtime::Diagnostic {
-            error_type: format!("{SERVICE}.{}", e.kind()),
-            error_message: e.to_string(),
-        }
-    }
 }
 
 /// The function: settings, the forwarder to SQS, and the way to the broker.
@@ -153,6 +87,8 @@ impl<T: Transport> Function<T> {
         deadline_margin: std::time::Duration,
         secrets_client: Option<aws_sdk_secretsmanager::Client>,
     ) -> Result<Self, ConfigError> {
+        // Before any connection: the AMQP client's frame dumps hold the login.
+        sqs_forwarder::observability::add_directives(broker::QUIET_AMQP);
         let fifo = forwarder.rules().fifo;
         if settings.mode == DeliveryMode::ExactlyOnce && !fifo {
             return Err(ConfigError::new(
@@ -232,10 +168,7 @@ impl<T: Transport> Function<T> {
 
     /// Connect to the broker, reading the password secret if there is one;
     /// a refused login with a secret reads the secret once more (rotation).
-    pub async fn connect(
-        &self,
-        broker: &settings::BrokerSettings,
-    ) -> Result<lapin::Connection, BrokerError> {
+    pub async fn connect(&self, broker: &BrokerSettings) -> Result<lapin::Connection, BrokerError> {
         let attempt = |credentials: Option<broker::Credentials>| {
             let mut secrets = self.secrets.clone();
             if let Some(c) = &credentials {
@@ -309,7 +242,8 @@ impl<T: Transport> Function<T> {
                             e.inner()
                         ))
                     })?;
-                let report = self.forward_amazon_mq(event, send_deadline).await?;
+                let report =
+                    amazon_mq::forward(&self.forwarder, &self.mapper, event, send_deadline).await?;
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))
             }
             Some(other) => Err(HandlerError::BadEvent(format!(
@@ -326,6 +260,26 @@ impl<T: Transport> Function<T> {
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))
             }
         }
+    }
+
+    /// Poll the configured broker: drain every queue, then close. Stops
+    /// taking messages at `stop_at`; sends stop at `send_deadline`.
+    pub async fn poll(
+        &self,
+        broker: &BrokerSettings,
+        stop_at: Instant,
+        send_deadline: Option<Instant>,
+    ) -> Result<PollReport, BrokerError> {
+        let conn = self.connect(broker).await?;
+        let poller = Poller {
+            forwarder: &self.forwarder,
+            mapper: &self.mapper,
+            settings: &self.settings,
+            secrets: &self.secrets,
+        };
+        Ok(poller
+            .poll(&conn, &broker.queues, stop_at, send_deadline)
+            .await)
     }
 
     /// Poll the configured broker until `stop_at`; an error when it could

@@ -2,7 +2,7 @@
 //! connecting with a wrong password (to the broker at `RABBITMQ_TEST_URL`,
 //! default 127.0.0.1:5672) and to a port nothing listens on, captured at
 //! TRACE in every module (the AMQP client's frame dumps held back by the
-//! same filter the functions use, `observability::quiet_amqp`), holds
+//! directives the function adds to its log filter, `broker::QUIET_AMQP`), holds
 //! neither the password nor its percent-encoded form.
 
 use std::io::Write;
@@ -67,8 +67,9 @@ async fn amqp_passwords_never_reach_the_logs() {
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .json()
-        .with_env_filter(sqs_forwarder::observability::quiet_amqp(
+        .with_env_filter(sqs_forwarder::observability::with_directives(
             tracing_subscriber::EnvFilter::new("trace"),
+            rabbitmq_to_sqs::broker::QUIET_AMQP,
         ))
         .with_writer(move || writer.clone())
         .finish();
