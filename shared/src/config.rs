@@ -7,36 +7,15 @@
 
 use std::time::Duration;
 
+use crate::aws_names;
 use crate::batch::FifoOrder;
 use crate::encode::{BodyEncoding, DEFAULT_ENCODING_ATTRIBUTE, check_attribute};
+use crate::error::ConfigError;
 use crate::limits::{MAX_BATCH_ENTRIES, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES, MIN_MESSAGE_BYTES};
 use crate::message::Attribute;
 use crate::offload::{self, OffloadSettings, SizeAttribute};
 use crate::retry::RetryPolicy;
 use crate::send::{OversizePolicy, Window};
-
-/// A configuration value that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid configuration: {variable}={value:?}: {allowed}")]
-pub struct ConfigError {
-    /// The variable.
-    pub variable: String,
-    /// The value it had ("" when unset).
-    pub value: String,
-    /// What is allowed.
-    pub allowed: String,
-}
-
-impl ConfigError {
-    /// An error for `variable`, which had `value`; `allowed` says what would do.
-    pub fn new(variable: &str, value: &str, allowed: impl Into<String>) -> Self {
-        ConfigError {
-            variable: variable.into(),
-            value: value.into(),
-            allowed: allowed.into(),
-        }
-    }
-}
 
 /// Where to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -270,7 +249,7 @@ fn read_offload<F: Fn(&str) -> Option<String>>(
 ) -> Result<Option<OffloadConfig>, ConfigError> {
     let bucket = r.raw("OFFLOAD_BUCKET").map(|b| b.trim().to_owned());
     if let Some(b) = &bucket
-        && !offload::is_bucket_name(b)
+        && !aws_names::is_bucket_name(b)
     {
         return Err(ConfigError::new(
             "OFFLOAD_BUCKET",
@@ -279,7 +258,7 @@ fn read_offload<F: Fn(&str) -> Option<String>>(
         ));
     }
     let key_prefix = r.string("OFFLOAD_KEY_PREFIX").trim().to_owned();
-    if !offload::is_key_prefix(&key_prefix) {
+    if !aws_names::is_key_prefix(&key_prefix) {
         return Err(ConfigError::new(
             "OFFLOAD_KEY_PREFIX",
             &key_prefix,
@@ -362,10 +341,6 @@ fn default_of(name: &str) -> Option<&'static str> {
 fn read_assume_role<F: Fn(&str) -> Option<String>>(
     r: &Reader<F>,
 ) -> Result<Option<AssumeRole>, ConfigError> {
-    // STS's own character sets: RoleSessionName `[\w+=,.@-]`, ExternalId
-    // also `:` and `/`.
-    let session_chars = |c: char| c.is_ascii_alphanumeric() || "_+=,.@-".contains(c);
-    let external_chars = |c: char| session_chars(c) || c == ':' || c == '/';
     let role_arn = r.raw("ASSUME_ROLE_ARN").map(|s| s.trim().to_owned());
     let session_set = r.raw("ASSUME_ROLE_SESSION_NAME");
     let session_name = r.string("ASSUME_ROLE_SESSION_NAME").trim().to_owned();
@@ -389,14 +364,14 @@ fn read_assume_role<F: Fn(&str) -> Option<String>>(
         }
         return Ok(None);
     };
-    if !is_role_arn(&role_arn) {
+    if !aws_names::is_role_arn(&role_arn) {
         return Err(ConfigError::new(
             "ASSUME_ROLE_ARN",
             &role_arn,
             "an IAM role ARN such as arn:aws:iam::123456789012:role/sqs-sender",
         ));
     }
-    if !(2..=64).contains(&session_name.len()) || !session_name.chars().all(session_chars) {
+    if !aws_names::is_session_name(&session_name) {
         return Err(ConfigError::new(
             "ASSUME_ROLE_SESSION_NAME",
             &session_name,
@@ -404,7 +379,7 @@ fn read_assume_role<F: Fn(&str) -> Option<String>>(
         ));
     }
     if let Some(id) = &external_id
-        && (!(2..=1224).contains(&id.len()) || !id.chars().all(external_chars))
+        && !aws_names::is_external_id(id)
     {
         return Err(ConfigError::new(
             "ASSUME_ROLE_EXTERNAL_ID",
@@ -417,26 +392,6 @@ fn read_assume_role<F: Fn(&str) -> Option<String>>(
         session_name,
         external_id,
     }))
-}
-
-/// `arn:<partition>:iam::<account>:role/<path and name>`.
-fn is_role_arn(arn: &str) -> bool {
-    let parts: Vec<&str> = arn.splitn(6, ':').collect();
-    let [prefix, partition, service, region, account, resource] = parts[..] else {
-        return false;
-    };
-    let name = resource.strip_prefix("role/").unwrap_or("");
-    prefix == "arn"
-        && (partition == "aws" || partition.starts_with("aws-"))
-        && service == "iam"
-        && region.is_empty()
-        && account.len() == 12
-        && account.bytes().all(|b| b.is_ascii_digit())
-        && !name.is_empty()
-        && arn.len() <= 2048
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_+=,.@-/".contains(c))
 }
 
 impl Config {
@@ -522,7 +477,7 @@ impl Config {
         }
         let sqs_region = r.raw("SQS_REGION").map(|s| s.trim().to_owned());
         if let Some(region) = &sqs_region
-            && !crate::queue::is_region_name(region)
+            && !crate::aws_names::is_region_name(region)
         {
             return Err(ConfigError::new(
                 "SQS_REGION",

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 
 type Lookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 

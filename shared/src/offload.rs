@@ -185,31 +185,6 @@ pub fn pointer_entry(
     })
 }
 
-/// Whether `name` is a valid S3 bucket name (3..63 of lower-case letters,
-/// digits, `.` and `-`, starting and ending with a letter or digit).
-pub fn is_bucket_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    (3..=63).contains(&b.len())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'-'))
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && !name.contains("..")
-}
-
-/// Whether `prefix` is a usable key prefix: at most 512 of S3's "safe"
-/// key characters (`A-Za-z0-9` and `!-_.*'()/`).
-pub fn is_key_prefix(prefix: &str) -> bool {
-    prefix.len() <= 512
-        && prefix.bytes().all(|c| {
-            c.is_ascii_alphanumeric()
-                || matches!(
-                    c,
-                    b'!' | b'-' | b'_' | b'.' | b'*' | b'\'' | b'(' | b')' | b'/'
-                )
-        })
-}
-
 #[cfg(feature = "s3")]
 pub use self::s3::{S3PayloadStore, s3_client};
 
@@ -394,14 +369,6 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(is_bucket_name("my-bucket.payloads1"));
-        for bad in ["ab", "My-Bucket", "-b-", "b..c", "b_c", &"a".repeat(64)] {
-            assert!(!is_bucket_name(bad), "{bad}");
-        }
-        assert!(is_key_prefix(""));
-        assert!(is_key_prefix("kinesis-to-sqs/payloads/"));
-        assert!(!is_key_prefix("a b/"));
-        assert!(!is_key_prefix("é/"));
         assert_eq!(
             SizeAttribute::parse("SQSLargePayloadSize"),
             Some(SizeAttribute::Legacy)
