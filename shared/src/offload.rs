@@ -53,25 +53,17 @@ pub enum SizeAttribute {
     Legacy,
 }
 
+impl crate::env::Word for SizeAttribute {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        (SIZE_ATTRIBUTE, SizeAttribute::Extended),
+        (LEGACY_SIZE_ATTRIBUTE, SizeAttribute::Legacy),
+    ];
+}
+
 impl SizeAttribute {
-    /// The names accepted in configuration.
-    pub const NAMES: &'static str = "ExtendedPayloadSize, SQSLargePayloadSize";
-
-    /// Parse a configuration value.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            SIZE_ATTRIBUTE => Some(SizeAttribute::Extended),
-            LEGACY_SIZE_ATTRIBUTE => Some(SizeAttribute::Legacy),
-            _ => None,
-        }
-    }
-
-    /// The attribute's name.
+    /// The attribute's name (its configuration word).
     pub fn name(self) -> &'static str {
-        match self {
-            SizeAttribute::Extended => SIZE_ATTRIBUTE,
-            SizeAttribute::Legacy => LEGACY_SIZE_ATTRIBUTE,
-        }
+        crate::env::Word::word(self)
     }
 }
 
@@ -370,10 +362,10 @@ mod tests {
     #[test]
     fn names() {
         assert_eq!(
-            SizeAttribute::parse("SQSLargePayloadSize"),
+            <SizeAttribute as crate::env::Word>::from_word("SQSLargePayloadSize"),
             Some(SizeAttribute::Legacy)
         );
-        assert_eq!(SizeAttribute::parse("x"), None);
+        assert_eq!(<SizeAttribute as crate::env::Word>::from_word("x"), None);
         assert!(is_reserved("ExtendedPayloadSize") && !is_reserved("extendedpayloadsize"));
     }
 }
