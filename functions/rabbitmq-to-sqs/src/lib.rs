@@ -33,6 +33,7 @@ pub mod broker;
 pub mod drain;
 pub mod fifo_id;
 pub mod fold;
+pub mod lambda;
 pub mod mapping;
 pub mod secret;
 pub mod settings;
