@@ -2,8 +2,8 @@
 //! start with [`sqs_forwarder::Env`]; the shared ones (queue, batching,
 //! retries, encoding) are the shared crate's [`sqs_forwarder::Config`].
 //!
-//! Every variable is listed in [`VARIABLES`] and in the README's table; a unit
-//! test checks that the two agree.
+//! Every variable is listed in [`VARIABLES`] and in the README's table; the
+//! workspace's `tests/docs.rs` checks that the two agree.
 
 use std::time::Duration;
 

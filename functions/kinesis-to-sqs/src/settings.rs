@@ -4,7 +4,7 @@
 //! `MESSAGE_GROUP_ID`, ...) are read by [`sqs_forwarder::Config`]; the ones
 //! here only say how a Kinesis record becomes messages and how failures are
 //! answered. The README's table lists the same variables with the same
-//! defaults (a test checks it).
+//! defaults (the workspace's `tests/docs.rs` checks it).
 
 use sqs_forwarder::env::{Variable, Word};
 use sqs_forwarder::{ConfigError, Env};

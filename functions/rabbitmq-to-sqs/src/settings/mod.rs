@@ -3,7 +3,7 @@
 //! body encoding) are the shared crate's [`sqs_forwarder::Config`].
 //!
 //! Every variable is listed in [`VARIABLES`] and in the function's README
-//! table; a unit test checks that the two agree.
+//! table; the workspace's `tests/docs.rs` checks that the two agree.
 
 use std::time::Duration;
 
