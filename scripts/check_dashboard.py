@@ -323,8 +323,8 @@ def negative_tests(tpl, root, code, crates, check):
         "pub(crate) fn lost() { metrics::counter!(LOST).increment(1); }\npub(crate) fn retry() {"))
     check(evaluate(tpl, added).get("rows"),
           "negative: a new metric in the code, not on the dashboard, fails the row check")
-    ns = with_source("shared/src/config.rs", lambda t: t.replace(
-        '("METRICS_NAMESPACE", "SqsForwarder")', '("METRICS_NAMESPACE", "Forwarder")'))
+    ns = with_source("shared/src/config/variables.rs", lambda t: t.replace(
+        '"SqsForwarder",', '"Forwarder",'))
     check(evaluate(tpl, ns).get("emitted"), "negative: another default namespace in the code fails the emitted check")
     service = with_source("functions/s3-to-sqs/src/lib.rs", lambda t: t.replace(
         'SERVICE: &str = "s3-to-sqs"', 'SERVICE: &str = "s3-forwarder"'))

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use forwarder_e2e::{attributes, client, create_queue, drain};
 use serde_json::Value;
-use sqs_forwarder::queue::connect_with;
+use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
 use sqs_forwarder::{Config, Env, Forwarder, SqsTransport, Transport};
 

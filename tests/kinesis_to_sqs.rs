@@ -17,7 +17,7 @@ use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::records::attribute;
 use kinesis_to_sqs::{Settings, handle};
 use serde_json::{Value, json};
-use sqs_forwarder::queue::connect_with;
+use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
 use sqs_forwarder::{Config, Forwarder, SqsTransport, Transport};
 

@@ -25,7 +25,7 @@ use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::offload::{POINTER_CLASS, S3PayloadStore};
-use sqs_forwarder::queue::{connect_sdk, connect_with};
+use sqs_forwarder::startup::{connect_sdk, connect_with};
 use sqs_forwarder::{Config, Env, Forwarder, SqsTransport};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};

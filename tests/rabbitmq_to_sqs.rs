@@ -24,7 +24,7 @@ use rabbitmq_to_sqs::broker::BrokerError;
 use rabbitmq_to_sqs::drain::StopReason;
 use rabbitmq_to_sqs::{Function, HandlerError};
 use serde_json::Value;
-use sqs_forwarder::queue::connect_with;
+use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::{Config, Forwarder, SqsTransport};
 use tokio::time::Instant;
 

@@ -21,7 +21,7 @@ use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::Config;
-use sqs_forwarder::queue::connect_with;
+use sqs_forwarder::startup::connect_with;
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 

@@ -32,18 +32,11 @@ pub enum FifoOrder {
     Batched,
 }
 
-impl FifoOrder {
-    /// The names accepted in configuration.
-    pub const NAMES: &'static str = "strict, batched";
-
-    /// Parse a configuration value.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "strict" => Some(FifoOrder::Strict),
-            "batched" => Some(FifoOrder::Batched),
-            _ => None,
-        }
-    }
+impl crate::env::Word for FifoOrder {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("strict", FifoOrder::Strict),
+        ("batched", FifoOrder::Batched),
+    ];
 }
 
 /// A pending message as the packer sees it.

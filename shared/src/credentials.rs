@@ -20,7 +20,7 @@ use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
 
 use crate::config::{AssumeRole, Config};
-use crate::queue::SetupError;
+use crate::error::SetupError;
 
 /// Load AWS settings from the environment (`AWS_REGION`, credentials,
 /// `AWS_ENDPOINT_URL_*`, ...) and, when the configuration names a role,

@@ -35,19 +35,12 @@ pub enum BodyEncoding {
     Never,
 }
 
-impl BodyEncoding {
-    /// The names accepted in configuration.
-    pub const NAMES: &'static str = "auto, always, never";
-
-    /// Parse a configuration value.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "auto" => Some(BodyEncoding::Auto),
-            "always" => Some(BodyEncoding::Always),
-            "never" => Some(BodyEncoding::Never),
-            _ => None,
-        }
-    }
+impl crate::env::Word for BodyEncoding {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("auto", BodyEncoding::Auto),
+        ("always", BodyEncoding::Always),
+        ("never", BodyEncoding::Never),
+    ];
 }
 
 /// The value of the marker attribute on an encoded body.

@@ -29,8 +29,8 @@
 //!
 //! The flow, module by module: [`message`] → [`encode`] (validate, encode,
 //! size) → oversize policy ([`send`], [`offload`] to S3) → [`batch`] (pack) → [`transport`]
-//! (call) → [`retry`] → [`outcome`]. [`config`] and [`queue`] set it up from
-//! environment variables; [`observability`] and [`metrics`] report on it.
+//! (call) → [`retry`] → [`outcome`]. [`config`] (read with [`env`]), [`queue`]
+//! and [`startup`] set it up from environment variables; [`observability`] and [`metrics`] report on it.
 //! [`receive`] reads a queue, for tools that take messages back out of one
 //! (the replay command and the on-failure queue).
 //!
@@ -85,11 +85,13 @@
 
 #[cfg(feature = "mimalloc")]
 pub mod allocator;
+pub mod aws_names;
 pub mod batch;
 pub mod config;
 pub mod credentials;
 pub mod encode;
 pub mod env;
+pub mod error;
 pub mod fifo_id;
 pub mod limits;
 pub mod message;
@@ -108,18 +110,19 @@ pub mod test_support;
 pub mod transport;
 
 pub use batch::FifoOrder;
-pub use config::{AssumeRole, Config, ConfigError, QueueTarget};
+pub use config::{AssumeRole, Config, QueueTarget};
 pub use encode::{BodyEncoding, Entry};
 pub use env::Env;
+pub use error::{ConfigError, SetupError};
 pub use limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
 pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
 pub use outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
-pub use queue::{SetupError, connect};
 pub use receive::{QueueReader, ReceiveError, Received};
 pub use retry::RetryPolicy;
 pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
 pub use sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
+pub use startup::connect;
 pub use transport::{SqsTransport, Transport};
 
 /// The instant by which sending must stop, from a Lambda deadline in

@@ -53,25 +53,17 @@ pub enum SizeAttribute {
     Legacy,
 }
 
+impl crate::env::Word for SizeAttribute {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        (SIZE_ATTRIBUTE, SizeAttribute::Extended),
+        (LEGACY_SIZE_ATTRIBUTE, SizeAttribute::Legacy),
+    ];
+}
+
 impl SizeAttribute {
-    /// The names accepted in configuration.
-    pub const NAMES: &'static str = "ExtendedPayloadSize, SQSLargePayloadSize";
-
-    /// Parse a configuration value.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            SIZE_ATTRIBUTE => Some(SizeAttribute::Extended),
-            LEGACY_SIZE_ATTRIBUTE => Some(SizeAttribute::Legacy),
-            _ => None,
-        }
-    }
-
-    /// The attribute's name.
+    /// The attribute's name (its configuration word).
     pub fn name(self) -> &'static str {
-        match self {
-            SizeAttribute::Extended => SIZE_ATTRIBUTE,
-            SizeAttribute::Legacy => LEGACY_SIZE_ATTRIBUTE,
-        }
+        crate::env::Word::word(self)
     }
 }
 
@@ -183,31 +175,6 @@ pub fn pointer_entry(
         encoded: entry.encoded,
         size,
     })
-}
-
-/// Whether `name` is a valid S3 bucket name (3..63 of lower-case letters,
-/// digits, `.` and `-`, starting and ending with a letter or digit).
-pub fn is_bucket_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    (3..=63).contains(&b.len())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, b'.' | b'-'))
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-        && !name.contains("..")
-}
-
-/// Whether `prefix` is a usable key prefix: at most 512 of S3's "safe"
-/// key characters (`A-Za-z0-9` and `!-_.*'()/`).
-pub fn is_key_prefix(prefix: &str) -> bool {
-    prefix.len() <= 512
-        && prefix.bytes().all(|c| {
-            c.is_ascii_alphanumeric()
-                || matches!(
-                    c,
-                    b'!' | b'-' | b'_' | b'.' | b'*' | b'\'' | b'(' | b')' | b'/'
-                )
-        })
 }
 
 #[cfg(feature = "s3")]
@@ -394,19 +361,11 @@ mod tests {
 
     #[test]
     fn names() {
-        assert!(is_bucket_name("my-bucket.payloads1"));
-        for bad in ["ab", "My-Bucket", "-b-", "b..c", "b_c", &"a".repeat(64)] {
-            assert!(!is_bucket_name(bad), "{bad}");
-        }
-        assert!(is_key_prefix(""));
-        assert!(is_key_prefix("kinesis-to-sqs/payloads/"));
-        assert!(!is_key_prefix("a b/"));
-        assert!(!is_key_prefix("é/"));
         assert_eq!(
-            SizeAttribute::parse("SQSLargePayloadSize"),
+            <SizeAttribute as crate::env::Word>::from_word("SQSLargePayloadSize"),
             Some(SizeAttribute::Legacy)
         );
-        assert_eq!(SizeAttribute::parse("x"), None);
+        assert_eq!(<SizeAttribute as crate::env::Word>::from_word("x"), None);
         assert!(is_reserved("ExtendedPayloadSize") && !is_reserved("extendedpayloadsize"));
     }
 }

@@ -1,15 +1,18 @@
 //! The target queue: the SQS client, the queue's URL and its limits, read
 //! once at cold start.
 //!
-//! [`connect`] turns a [`Config`] into a ready [`Forwarder`]: it builds the
-//! client (SDK retries off: the forwarder retries per entry itself), resolves
-//! a queue name with `GetQueueUrl`, and reads `MaximumMessageSize` and
-//! `ContentBasedDeduplication` with `GetQueueAttributes`. When that call is
-//! not allowed (the SAM policy `SQSSendMessagePolicy` does not grant it), the
+//! [`sqs_client_for`] builds the client (SDK retries off: the forwarder
+//! retries per entry itself); [`discover`] resolves a queue name with
+//! `GetQueueUrl` and reads `MaximumMessageSize` and
+//! `ContentBasedDeduplication` with `GetQueueAttributes`; [`settings_for`]
+//! turns the configuration and what was read into the forwarder's limits and
+//! rules. [`crate::startup::connect`] puts the steps together. When
+//! `GetQueueAttributes` is not allowed (the SAM policy `SQSSendMessagePolicy` does not grant it), the
 //! forwarder falls back to `FALLBACK_MESSAGE_BYTES` and says so in a warning.
 //!
 //! The client works in the queue's region ([`sqs_region`]): `SQS_REGION`,
-//! else the region the queue URL names ([`region_of_queue_url`]), else the
+//! else the region the queue URL names
+//! ([`crate::aws_names::region_of_queue_url`]), else the
 //! function's. Its credentials are the function's, or an assumed role's
 //! ([`crate::credentials`]).
 
@@ -19,39 +22,12 @@ use aws_sdk_sqs::config::retry::RetryConfig;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::QueueAttributeName;
 
-use crate::config::{Config, ConfigError, QueueTarget};
+use crate::aws_names::region_of_queue_url;
+use crate::config::{Config, QueueTarget};
 use crate::encode::EncodeRules;
+use crate::error::{ConfigError, SetupError};
 use crate::limits::Limits;
-use crate::send::{Forwarder, SendSettings};
-use crate::transport::SqsTransport;
-
-/// A failure to set the forwarder up at cold start.
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    /// A configuration value is wrong.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The role in `ASSUME_ROLE_ARN` could not be assumed.
-    #[error(
-        "cannot assume role {role} (ASSUME_ROLE_ARN): {message}; the function's own role needs sts:AssumeRole on it, and the role's trust policy must allow the function's role (with the external id, when one is set)"
-    )]
-    AssumeRole {
-        /// The role's ARN.
-        role: String,
-        /// What STS (or the way to it) said.
-        message: String,
-    },
-    /// The queue could not be found or read.
-    #[error("queue {queue}: {code}: {message}")]
-    Queue {
-        /// The queue URL or name, as configured.
-        queue: String,
-        /// The SQS error code.
-        code: String,
-        /// What went wrong.
-        message: String,
-    },
-}
+use crate::send::SendSettings;
 
 /// What the forwarder knows about its queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,59 +125,6 @@ fn has_sqs_endpoint_override(sdk: &aws_config::SdkConfig) -> bool {
         .ok()
         .and_then(|key| sdk.service_config().and_then(|c| c.load_config(key)));
     service.is_some() || sdk.endpoint_url().is_some()
-}
-
-/// Whether `name` has the shape of an AWS region name: `us-east-1`,
-/// `us-gov-west-1`, `cn-north-1`, `us-isob-east-1`, `eusc-de-east-1`.
-pub fn is_region_name(name: &str) -> bool {
-    let parts: Vec<&str> = name.split('-').collect();
-    let letters = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase());
-    match parts.as_slice() {
-        [first, middle @ .., number] => {
-            (2..=4).contains(&first.len())
-                && letters(first)
-                && !middle.is_empty()
-                && middle.iter().all(letters)
-                && (1..=2).contains(&number.len())
-                && number.bytes().all(|b| b.is_ascii_digit())
-        }
-        _ => false,
-    }
-}
-
-/// The region an SQS queue URL names, read from its host:
-///
-/// * `sqs.<region>.amazonaws.com`, in every partition (`amazonaws.com.cn`,
-///   ...), and the `sqs-fips.<region>` and VPC endpoint
-///   (`vpce-….sqs.<region>.vpce.amazonaws.com`) forms;
-/// * the legacy `<region>.queue.amazonaws.com`, and `queue.amazonaws.com`
-///   (us-east-1).
-///
-/// `None` when the host names no region, as local endpoints
-/// (`http://127.0.0.1:4566/…`) do.
-pub fn region_of_queue_url(url: &str) -> Option<String> {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if host.starts_with('[') {
-        return None; // an IPv6 literal
-    }
-    let host = host.split(':').next()?.to_ascii_lowercase();
-    let host = host.trim_end_matches('.');
-    if host == "queue.amazonaws.com" {
-        return Some("us-east-1".into());
-    }
-    let labels: Vec<&str> = host.split('.').collect();
-    if let Some(pair) = labels
-        .windows(2)
-        .find(|w| matches!(w[0], "sqs" | "sqs-fips") && is_region_name(w[1]))
-    {
-        return Some(pair[1].to_owned());
-    }
-    match labels.as_slice() {
-        [region, "queue", _, ..] if is_region_name(region) => Some((*region).to_owned()),
-        _ => None,
-    }
 }
 
 fn error_parts<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
@@ -355,242 +278,10 @@ pub fn settings_for(config: &Config, queue: &QueueInfo) -> (SendSettings, Encode
     )
 }
 
-/// Set up a forwarder at cold start: check the configuration, load AWS
-/// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
-/// find the queue and read its limits. Under `OVERSIZE_POLICY=offload` the
-/// forwarder gets an S3 payload store for `OFFLOAD_BUCKET` (cargo feature
-/// `s3`; `AWS_ENDPOINT_URL_S3` for a local endpoint).
-///
-/// `source_sets_group_ids` says whether the caller's messages carry their own
-/// FIFO group ids; if not, a FIFO target needs `MESSAGE_GROUP_ID`.
-pub async fn connect(
-    config: &Config,
-    source_sets_group_ids: bool,
-) -> Result<Forwarder<SqsTransport>, SetupError> {
-    config.check_group_ids(source_sets_group_ids)?;
-    let sdk = crate::credentials::load_sdk_config(config).await?;
-    connect_loaded(&sdk, config, source_sets_group_ids).await
-}
-
-/// [`connect`] once the AWS settings (with the assumed role, if any) are
-/// loaded: the assumed role sends to the queue; offloaded payloads go to the
-/// offload bucket with the function's own credentials, which the template
-/// grants `s3:PutObject` on its prefix.
-pub(crate) async fn connect_loaded(
-    sdk: &aws_config::SdkConfig,
-    config: &Config,
-    source_sets_group_ids: bool,
-) -> Result<Forwarder<SqsTransport>, SetupError> {
-    if config.assume_role.is_some() && config.offload.is_some() {
-        let own = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let client = sqs_client_for(sdk, config)?;
-        let forwarder = connect_with(client, config, source_sets_group_ids).await?;
-        return with_offload_store(forwarder, &own, config);
-    }
-    connect_sdk(sdk, config, source_sets_group_ids).await
-}
-
-/// Like [`connect`], with AWS settings of the caller's making, used as they
-/// are (for an assumed role, pass them through
-/// [`crate::credentials::assume_role`] first). The client's region is
-/// [`sqs_region`]'s. Under `OVERSIZE_POLICY=offload` the S3 payload store
-/// uses the same settings ([`connect`] instead uses the function's own
-/// credentials for S3 when it assumes a role).
-pub async fn connect_sdk(
-    sdk: &aws_config::SdkConfig,
-    config: &Config,
-    source_sets_group_ids: bool,
-) -> Result<Forwarder<SqsTransport>, SetupError> {
-    config.check_group_ids(source_sets_group_ids)?;
-    let client = sqs_client_for(sdk, config)?;
-    let forwarder = connect_with(client, config, source_sets_group_ids).await?;
-    with_offload_store(forwarder, sdk, config)
-}
-
-/// Under `OVERSIZE_POLICY=offload`, `forwarder` with an S3 payload store for
-/// `OFFLOAD_BUCKET`, its client made from `sdk`.
-fn with_offload_store(
-    forwarder: Forwarder<SqsTransport>,
-    sdk: &aws_config::SdkConfig,
-    config: &Config,
-) -> Result<Forwarder<SqsTransport>, SetupError> {
-    #[cfg(not(feature = "s3"))]
-    let _ = sdk;
-    match &config.offload {
-        None => Ok(forwarder),
-        #[cfg(feature = "s3")]
-        Some(o) => Ok(
-            forwarder.with_payload_store(crate::offload::S3PayloadStore::new(
-                crate::offload::s3_client(sdk, o.force_path_style),
-                o.bucket.clone(),
-            )),
-        ),
-        #[cfg(not(feature = "s3"))]
-        Some(_) => Err(SetupError::Config(ConfigError::new(
-            "OVERSIZE_POLICY",
-            "offload",
-            "fail or drop: this build of sqs-forwarder has no S3 support (cargo feature s3)",
-        ))),
-    }
-}
-
-/// Like [`connect`], with a client of the caller's making. It attaches no
-/// payload store: under `OVERSIZE_POLICY=offload`, add one with
-/// [`Forwarder::with_payload_store`].
-pub async fn connect_with(
-    client: aws_sdk_sqs::Client,
-    config: &Config,
-    source_sets_group_ids: bool,
-) -> Result<Forwarder<SqsTransport>, SetupError> {
-    config.check_group_ids(source_sets_group_ids)?;
-    let queue = discover(&client, &config.queue).await?;
-    let (settings, rules) = settings_for(config, &queue);
-    tracing::info!(
-        queue = %queue.url,
-        region = ?client.config().region(),
-        fifo = queue.fifo,
-        max_message_bytes = settings.limits.max_message_bytes,
-        queue_max_message_bytes = ?queue.max_message_bytes,
-        max_request_bytes = settings.limits.max_request_bytes,
-        offload_bucket = config.offload.as_ref().map(|o| o.bucket.as_str()),
-        offload_threshold = config
-            .offload
-            .as_ref()
-            .map(|o| o.settings.threshold_for(settings.limits.largest_message())),
-        offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
-        "forwarder ready"
-    );
-    Ok(Forwarder::new(
-        SqsTransport::new(client, queue.url),
-        settings,
-        rules,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
-
-    #[test]
-    fn region_from_every_queue_url_form() {
-        let cases = [
-            (
-                "https://sqs.eu-west-3.amazonaws.com/123456789012/q",
-                Some("eu-west-3"),
-            ),
-            (
-                "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo",
-                Some("us-east-1"),
-            ),
-            (
-                "https://sqs.us-gov-west-1.amazonaws.com/123456789012/q",
-                Some("us-gov-west-1"),
-            ),
-            (
-                "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q",
-                Some("cn-north-1"),
-            ),
-            (
-                "https://sqs.cn-northwest-1.amazonaws.com.cn/123456789012/q",
-                Some("cn-northwest-1"),
-            ),
-            (
-                "https://sqs.us-iso-east-1.c2s.ic.gov/123456789012/q",
-                Some("us-iso-east-1"),
-            ),
-            (
-                "https://sqs.eusc-de-east-1.amazonaws.eu/123456789012/q",
-                Some("eusc-de-east-1"),
-            ),
-            (
-                "https://sqs-fips.us-east-2.amazonaws.com/123456789012/q",
-                Some("us-east-2"),
-            ),
-            (
-                "https://sqs.ap-southeast-2.api.aws/123456789012/q",
-                Some("ap-southeast-2"),
-            ),
-            (
-                "https://vpce-0a1b2c3d-4e5f.sqs.eu-central-1.vpce.amazonaws.com/123456789012/q",
-                Some("eu-central-1"),
-            ),
-            // Legacy forms.
-            (
-                "https://ap-northeast-1.queue.amazonaws.com/123456789012/q",
-                Some("ap-northeast-1"),
-            ),
-            (
-                "https://cn-north-1.queue.amazonaws.com.cn/123456789012/q",
-                Some("cn-north-1"),
-            ),
-            (
-                "https://queue.amazonaws.com/123456789012/q",
-                Some("us-east-1"),
-            ),
-            // Case, ports, a trailing dot.
-            (
-                "HTTPS://SQS.EU-WEST-1.AMAZONAWS.COM/123456789012/Q",
-                Some("eu-west-1"),
-            ),
-            (
-                "https://sqs.eu-west-1.amazonaws.com:443/123456789012/q",
-                Some("eu-west-1"),
-            ),
-            (
-                "https://sqs.eu-west-1.amazonaws.com./123456789012/q",
-                Some("eu-west-1"),
-            ),
-            // LocalStack's regional host names the region too.
-            (
-                "http://sqs.eu-west-1.localhost.localstack.cloud:4566/000000000000/q",
-                Some("eu-west-1"),
-            ),
-            // Local endpoints and hosts that name no region.
-            ("http://127.0.0.1:4566/123456789012/q", None),
-            ("http://localhost:4566/123456789012/q", None),
-            ("http://[::1]:4566/123456789012/q", None),
-            ("https://sqs.amazonaws.com/123456789012/q", None),
-            ("https://queues.example.com/123456789012/q", None),
-            (
-                "https://sqs.not-a-region.amazonaws.com/123456789012/q",
-                None,
-            ),
-        ];
-        for (url, region) in cases {
-            assert_eq!(region_of_queue_url(url).as_deref(), region, "{url}");
-        }
-    }
-
-    #[test]
-    fn region_names() {
-        for ok in [
-            "us-east-1",
-            "eu-central-2",
-            "ap-southeast-7",
-            "us-gov-east-1",
-            "cn-north-1",
-            "us-isob-east-1",
-            "eusc-de-east-1",
-            "il-central-1",
-        ] {
-            assert!(is_region_name(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "us",
-            "us-east",
-            "us-east-",
-            "useast-1",
-            "us_east_1",
-            "US-EAST-1",
-            "us-east-123",
-            "u-east-1",
-            "local",
-        ] {
-            assert!(!is_region_name(bad), "{bad}");
-        }
-    }
 
     fn config(vars: &[(&str, &str)]) -> Config {
         let map: HashMap<String, String> = vars

@@ -13,7 +13,7 @@ use std::time::Duration;
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 
-use crate::queue::region_of_queue_url;
+use crate::aws_names::region_of_queue_url;
 
 /// A call to the queue that failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,13 +1,156 @@
-//! Cold start for a Lambda function: configuration, logs and metrics, the
-//! queue, in one call, and the deadline of each invocation.
+//! Cold start: connecting a forwarder to its queue ([`connect`] and its
+//! variants), a Lambda function's whole start ([`start`]: configuration, logs
+//! and metrics, the queue), and the `main` every function shares
+//! ([`main`], [`ColdStart`]).
+//!
+//! Every function's `main.rs` has one shape:
+//!
+//! ```ignore
+//! #[tokio::main]
+//! async fn main() -> ExitCode {
+//!     startup::main(|f: &'static Function| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+//! }
+//!
+//! async fn handler(f: &Function, event: LambdaEvent<Event>) -> Result<Answer, Error> {
+//!     f.handle(event).await
+//! }
+//! ```
+//!
+//! A start that fails ends the process with [`INIT_FAILED`] (2) and the
+//! reason on stderr, which fails the Lambda init with that line in the log.
 
+use std::fmt::Display;
+use std::future::Future;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::env::Env;
+use crate::error::SetupError;
 use crate::observability::{self, Observability};
-use crate::queue::SetupError;
+use crate::queue::{discover, settings_for, sqs_client_for};
 use crate::send::Forwarder;
 use crate::transport::SqsTransport;
+
+/// Set up a forwarder at cold start: check the configuration, load AWS
+/// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
+/// find the queue and read its limits. Under `OVERSIZE_POLICY=offload` the
+/// forwarder gets an S3 payload store for `OFFLOAD_BUCKET` (cargo feature
+/// `s3`; `AWS_ENDPOINT_URL_S3` for a local endpoint).
+///
+/// `source_sets_group_ids` says whether the caller's messages carry their own
+/// FIFO group ids; if not, a FIFO target needs `MESSAGE_GROUP_ID`.
+pub async fn connect(
+    config: &Config,
+    source_sets_group_ids: bool,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    config.check_group_ids(source_sets_group_ids)?;
+    let sdk = crate::credentials::load_sdk_config(config).await?;
+    connect_loaded(&sdk, config).await
+}
+
+/// [`connect`] once the group ids are checked and the AWS settings (with the
+/// assumed role, if any) are loaded: the assumed role sends to the queue;
+/// offloaded payloads go to the offload bucket with the function's own
+/// credentials, which the template grants `s3:PutObject` on its prefix.
+async fn connect_loaded(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    let client = sqs_client_for(sdk, config)?;
+    let forwarder = ready(client, config).await?;
+    if config.assume_role.is_some() && config.offload.is_some() {
+        let own = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        return with_offload_store(forwarder, &own, config);
+    }
+    with_offload_store(forwarder, sdk, config)
+}
+
+/// Like [`connect`], with AWS settings of the caller's making, used as they
+/// are (for an assumed role, pass them through
+/// [`crate::credentials::assume_role`] first). The client's region is
+/// [`crate::queue::sqs_region`]'s. Under `OVERSIZE_POLICY=offload` the S3
+/// payload store uses the same settings ([`connect`] instead uses the
+/// function's own credentials for S3 when it assumes a role).
+pub async fn connect_sdk(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+    source_sets_group_ids: bool,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    config.check_group_ids(source_sets_group_ids)?;
+    let client = sqs_client_for(sdk, config)?;
+    let forwarder = ready(client, config).await?;
+    with_offload_store(forwarder, sdk, config)
+}
+
+/// Like [`connect`], with a client of the caller's making. It attaches no
+/// payload store: under `OVERSIZE_POLICY=offload`, add one with
+/// [`Forwarder::with_payload_store`].
+pub async fn connect_with(
+    client: aws_sdk_sqs::Client,
+    config: &Config,
+    source_sets_group_ids: bool,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    config.check_group_ids(source_sets_group_ids)?;
+    ready(client, config).await
+}
+
+/// The forwarder to the queue `config` names, through `client`: the queue
+/// found and its limits read.
+async fn ready(
+    client: aws_sdk_sqs::Client,
+    config: &Config,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    let queue = discover(&client, &config.queue).await?;
+    let (settings, rules) = settings_for(config, &queue);
+    tracing::info!(
+        queue = %queue.url,
+        region = ?client.config().region(),
+        fifo = queue.fifo,
+        max_message_bytes = settings.limits.max_message_bytes,
+        queue_max_message_bytes = ?queue.max_message_bytes,
+        max_request_bytes = settings.limits.max_request_bytes,
+        offload_bucket = config.offload.as_ref().map(|o| o.bucket.as_str()),
+        offload_threshold = config
+            .offload
+            .as_ref()
+            .map(|o| o.settings.threshold_for(settings.limits.largest_message())),
+        offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
+        "forwarder ready"
+    );
+    Ok(Forwarder::new(
+        SqsTransport::new(client, queue.url),
+        settings,
+        rules,
+    ))
+}
+
+/// Under `OVERSIZE_POLICY=offload`, `forwarder` with an S3 payload store for
+/// `OFFLOAD_BUCKET`, its client made from `sdk`.
+fn with_offload_store(
+    forwarder: Forwarder<SqsTransport>,
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    #[cfg(not(feature = "s3"))]
+    let _ = sdk;
+    match &config.offload {
+        None => Ok(forwarder),
+        #[cfg(feature = "s3")]
+        Some(o) => Ok(
+            forwarder.with_payload_store(crate::offload::S3PayloadStore::new(
+                crate::offload::s3_client(sdk, o.force_path_style),
+                o.bucket.clone(),
+            )),
+        ),
+        #[cfg(not(feature = "s3"))]
+        Some(_) => Err(SetupError::Config(crate::error::ConfigError::new(
+            "OVERSIZE_POLICY",
+            "offload",
+            "fail or drop: this build of sqs-forwarder has no S3 support (cargo feature s3)",
+        ))),
+    }
+}
 
 /// What a function keeps between invocations.
 #[derive(Debug)]
@@ -58,11 +201,64 @@ pub async fn start_with(
     let observability = observability::init(config.log_format, &config.metrics_namespace, service);
     config.check_group_ids(source_sets_group_ids)?;
     let sdk = crate::credentials::load_sdk_config(&config).await?;
-    let forwarder = crate::queue::connect_loaded(&sdk, &config, source_sets_group_ids).await?;
+    let forwarder = connect_loaded(&sdk, &config).await?;
     Ok(Started {
         config,
         forwarder,
         observability,
         sdk,
     })
+}
+
+/// Why a function could not start: its own settings, the shared start, or
+/// what it builds on them.
+pub type StartError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The exit code of a failed cold start, the same for every function.
+pub const INIT_FAILED: u8 = 2;
+
+/// A Lambda function: what it builds at cold start and keeps between
+/// invocations.
+pub trait ColdStart: Sized + Sync + 'static {
+    /// The service name: the `Service` dimension of the metrics and the
+    /// prefix of a failed start's message.
+    const SERVICE: &'static str;
+
+    /// Read the function's own settings from `env`, then the shared start
+    /// ([`start`]), and build the function. A bad value fails naming the
+    /// variable, the value and what is allowed.
+    fn cold_start(env: &Env) -> impl Future<Output = Result<Self, StartError>>;
+}
+
+/// The `main` of every function: start `F` from the process environment,
+/// then hand it to `run` (the Lambda runtime's loop) for the rest of the
+/// process's life.
+///
+/// A start that fails logs why, prints `<service>: cannot start: <reason>`
+/// to stderr and ends with [`INIT_FAILED`], which fails the Lambda init with
+/// that line in the function's log. A runtime that stops with an error ends
+/// with exit code 1.
+pub async fn main<F, R, E>(run: impl FnOnce(&'static F) -> R) -> ExitCode
+where
+    F: ColdStart,
+    R: Future<Output = Result<(), E>>,
+    E: Display,
+{
+    let function = match F::cold_start(&Env::process()).await {
+        // Kept for the life of the process, as the runtime's loop is.
+        Ok(f) => Box::leak(Box::new(f)),
+        Err(e) => {
+            tracing::error!(error = %e, "cold start failed");
+            eprintln!("{}: cannot start: {e}", F::SERVICE);
+            return ExitCode::from(INIT_FAILED);
+        }
+    };
+    match run(function).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "the Lambda runtime stopped");
+            eprintln!("{}: {e}", F::SERVICE);
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::env::{Allowed, Variable};
 use crate::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
 
 /// A transport that accepts every entry (message id `m`) and counts them:
@@ -92,6 +93,51 @@ pub fn readme_variables(markdown: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// The one check of a README's configuration table against a crate's table
+/// of variables: the same variables in the same order, each with the same
+/// default (the README's `(none)` for none), and for a number or a choice of
+/// words, an `allowed` cell that starts with the range (`1..10`) or the words
+/// (`` `fail`, `drop`, `offload` ``) the code allows.
+pub fn assert_readme_documents(readme: &str, variables: &[Variable]) {
+    let documented: Vec<(&str, &str)> = readme_variables(readme);
+    let code: Vec<(&str, &str)> = variables.iter().map(|v| (v.name, v.default)).collect();
+    assert_eq!(
+        documented, code,
+        "README table (left) vs the crate's VARIABLES (right)"
+    );
+    let allowed = readme_allowed(readme);
+    for (v, cell) in variables.iter().zip(allowed) {
+        let expected = match v.allowed {
+            Allowed::Number { min, max, .. } => format!("{min}..{max}"),
+            Allowed::Words(words) => words()
+                .iter()
+                .map(|w| format!("`{w}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Allowed::Text(_) => continue,
+        };
+        assert!(
+            cell.starts_with(&expected),
+            "README: {}'s allowed cell {cell:?} should start with {expected:?}",
+            v.name
+        );
+    }
+}
+
+/// The `allowed` cells of a README's configuration table, in order.
+fn readme_allowed(markdown: &str) -> Vec<&str> {
+    let section = markdown
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or("");
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| l.split('|').map(str::trim).nth(3))
+        .collect()
+}
+
 /// A bad value for a configuration variable, and what its error must say.
 #[derive(Debug, Clone, Copy)]
 pub struct BadValue<'a> {
@@ -121,8 +167,8 @@ impl<'a> BadValue<'a> {
 }
 
 /// Fails naming each of `variables` that no case in `cases` covers.
-pub fn assert_every_variable_has_a_case(variables: &[(&str, &str)], cases: &[BadValue<'_>]) {
-    for (name, _) in variables {
+pub fn assert_every_variable_has_a_case(variables: &[Variable], cases: &[BadValue<'_>]) {
+    for Variable { name, .. } in variables {
         assert!(
             cases.iter().any(|c| c.variable == *name),
             "no bad-value case for {name}"

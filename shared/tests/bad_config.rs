@@ -169,7 +169,7 @@ fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
 fn every_shared_variable_has_a_bad_value_case() {
     let mut missing: Vec<&str> = VARIABLES
         .iter()
-        .map(|(name, _)| *name)
+        .map(|v| v.name)
         .filter(|name| !CASES.iter().any(|c| c.0 == *name))
         .collect();
     missing.sort();
@@ -215,7 +215,8 @@ fn every_bad_value_names_the_variable_the_value_and_what_is_allowed() {
 fn blank_values_count_as_unset_not_as_bad() {
     // A variable set to spaces (a template parameter left empty) takes the
     // default, for every variable that has one.
-    for (name, default) in VARIABLES {
+    for v in VARIABLES {
+        let (name, default) = (v.name, v.default);
         if default.is_empty() || name.starts_with("QUEUE_") {
             continue;
         }

@@ -18,7 +18,7 @@ use aws_sdk_sqs::config::{Credentials, Region};
 use aws_sdk_sqs::primitives::{DateTime, DateTimeFormat};
 use serde_json::{Value, json};
 use sqs_forwarder::credentials::assume_role;
-use sqs_forwarder::queue::connect_sdk;
+use sqs_forwarder::startup::connect_sdk;
 use sqs_forwarder::{Config, Message, Outcome, SetupError};
 use wiremock::matchers::{body_string_contains, header, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
-use sqs_forwarder::queue::connect_with;
+use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::{Config, SetupError};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -25,6 +25,7 @@
 pub mod body;
 pub mod event;
 pub mod headers;
+pub mod lambda;
 pub mod reject;
 pub mod response;
 pub mod settings;
@@ -39,6 +40,7 @@ use sqs_forwarder::{Forwarder, OversizePolicy, Transport};
 use crate::body::SplitLimits;
 use crate::reject::Rejection;
 pub use crate::settings::{Settings, VARIABLES};
+pub use lambda::Lambda;
 /// The `lambda_http` this crate answers with, for callers and tests that
 /// build requests (`lambda_http::request::from_str`).
 pub use lambda_http;

@@ -2,27 +2,56 @@
 //! start with [`sqs_forwarder::Env`]; the shared ones (queue, batching,
 //! retries, encoding) are the shared crate's [`sqs_forwarder::Config`].
 //!
-//! Every variable is listed in [`VARIABLES`] and in the README's table; a unit
-//! test checks that the two agree.
+//! Every variable is listed in [`VARIABLES`] and in the README's table; the
+//! workspace's `tests/docs.rs` checks that the two agree.
 
 use std::time::Duration;
 
 use lambda_http::http::HeaderName;
 use sqs_forwarder::encode::check_attribute;
+use sqs_forwarder::env::Variable;
 use sqs_forwarder::{Attribute, ConfigError, Env};
 
-/// Every variable [`Settings::from_env`] reads, with its default ("" = none).
-pub const VARIABLES: &[(&str, &str)] = &[
-    ("MESSAGES_PATH", "/messages"),
-    ("HEALTH_PATH", "/health"),
-    ("MAX_BODY_BYTES", "6291456"),
-    ("MAX_MESSAGES", "1000"),
-    (
-        "CONTENT_TYPES",
-        "application/json,application/x-ndjson,text/plain,application/octet-stream",
-    ),
-    ("ATTRIBUTE_HEADERS", ""),
-    ("RETRY_AFTER_SECONDS", "1"),
+const PATH: &str = "an absolute path such as /messages (ASCII, no query or fragment)";
+/// `MESSAGES_PATH`.
+pub const MESSAGES_PATH: Variable = Variable::text("MESSAGES_PATH", "/messages", PATH);
+/// `HEALTH_PATH`.
+pub const HEALTH_PATH: Variable = Variable::text("HEALTH_PATH", "/health", PATH);
+/// `MAX_BODY_BYTES`.
+pub const MAX_BODY_BYTES: Variable = Variable::number(
+    "MAX_BODY_BYTES",
+    "6291456",
+    1,
+    LAMBDA_PAYLOAD_BYTES,
+    " (bytes; Lambda's synchronous payload limit is 6 MB)",
+);
+/// `MAX_MESSAGES`.
+pub const MAX_MESSAGES: Variable = Variable::number("MAX_MESSAGES", "1000", 1, 100_000, "");
+/// `CONTENT_TYPES`.
+pub const CONTENT_TYPES: Variable = Variable::text(
+    "CONTENT_TYPES",
+    "application/json,application/x-ndjson,text/plain,application/octet-stream",
+    "a comma-separated list of media types: type/subtype, type/* or */*",
+);
+/// `ATTRIBUTE_HEADERS`.
+pub const ATTRIBUTE_HEADERS: Variable = Variable::text(
+    "ATTRIBUTE_HEADERS",
+    "",
+    "header names (optionally header:attribute)",
+);
+/// `RETRY_AFTER_SECONDS`.
+pub const RETRY_AFTER_SECONDS: Variable =
+    Variable::number("RETRY_AFTER_SECONDS", "1", 1, 3600, " (seconds)");
+
+/// Every variable [`Settings::from_env`] reads, in the README table's order.
+pub const VARIABLES: &[Variable] = &[
+    MESSAGES_PATH,
+    HEALTH_PATH,
+    MAX_BODY_BYTES,
+    MAX_MESSAGES,
+    CONTENT_TYPES,
+    ATTRIBUTE_HEADERS,
+    RETRY_AFTER_SECONDS,
 ];
 
 /// Largest `MAX_BODY_BYTES`: Lambda's synchronous invocation payload (6 MB).
@@ -98,25 +127,13 @@ pub struct Settings {
     pub retry_after: Duration,
 }
 
-fn default_of(name: &str) -> &'static str {
-    VARIABLES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, d)| *d)
-        .unwrap_or("")
-}
-
-fn path(env: &Env, name: &str) -> Result<String, ConfigError> {
-    let value = env.string(name, default_of(name));
+fn path(env: &Env, variable: &Variable) -> Result<String, ConfigError> {
+    let value = env.text(variable);
     let ok = value.starts_with('/')
         && !value.contains(['?', '#', ' '])
         && value.chars().all(|c| c.is_ascii_graphic());
     if !ok {
-        return Err(ConfigError::new(
-            name,
-            &value,
-            "an absolute path such as /messages (ASCII, no query or fragment)",
-        ));
+        return Err(variable.error(&value));
     }
     Ok(normalize_path(&value).to_owned())
 }
@@ -128,14 +145,14 @@ pub fn normalize_path(path: &str) -> &str {
 }
 
 fn content_types(env: &Env) -> Result<Vec<TypePattern>, ConfigError> {
-    const NAME: &str = "CONTENT_TYPES";
-    let raw = env.string(NAME, default_of(NAME));
-    let allowed = "a comma-separated list of media types: type/subtype, type/* or */*";
+    const NAME: &str = CONTENT_TYPES.name;
+    let raw = env.text(&CONTENT_TYPES);
+    let allowed = CONTENT_TYPES.allowed.describe();
     let mut out = Vec::new();
     for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let lower = item.to_ascii_lowercase();
         let Some((t, s)) = lower.split_once('/') else {
-            return Err(ConfigError::new(NAME, &raw, allowed));
+            return Err(ConfigError::new(NAME, &raw, allowed.as_str()));
         };
         let token = |x: &str| {
             x == "*"
@@ -144,7 +161,7 @@ fn content_types(env: &Env) -> Result<Vec<TypePattern>, ConfigError> {
                         .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b)))
         };
         if !token(t) || !token(s) || (t == "*" && s != "*") {
-            return Err(ConfigError::new(NAME, &raw, allowed));
+            return Err(ConfigError::new(NAME, &raw, allowed.as_str()));
         }
         out.push(TypePattern {
             type_: t.to_owned(),
@@ -152,7 +169,7 @@ fn content_types(env: &Env) -> Result<Vec<TypePattern>, ConfigError> {
         });
     }
     if out.is_empty() {
-        return Err(ConfigError::new(NAME, &raw, allowed));
+        return Err(ConfigError::new(NAME, &raw, allowed.as_str()));
     }
     Ok(out)
 }
@@ -167,10 +184,10 @@ pub fn is_forbidden_header(name: &str) -> bool {
 }
 
 fn attribute_headers(env: &Env) -> Result<Vec<HeaderAttribute>, ConfigError> {
-    const NAME: &str = "ATTRIBUTE_HEADERS";
-    let raw = env.raw(NAME).unwrap_or_default();
+    const NAME: &str = ATTRIBUTE_HEADERS.name;
+    let raw = env.text(&ATTRIBUTE_HEADERS);
     let mut out: Vec<HeaderAttribute> = Vec::new();
-    for item in env.list(NAME) {
+    for item in env.list(&ATTRIBUTE_HEADERS) {
         let (header, attribute) = match item.split_once(':') {
             Some((h, a)) => (h.trim(), a.trim()),
             None => (item.as_str(), item.as_str()),
@@ -238,27 +255,20 @@ fn attribute_headers(env: &Env) -> Result<Vec<HeaderAttribute>, ConfigError> {
 impl Settings {
     /// Read and check every variable; the first bad one is named in the error.
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let messages_path = path(env, "MESSAGES_PATH")?;
-        let health_path = path(env, "HEALTH_PATH")?;
+        let messages_path = path(env, &MESSAGES_PATH)?;
+        let health_path = path(env, &HEALTH_PATH)?;
         if messages_path == health_path {
             return Err(ConfigError::new(
-                "HEALTH_PATH",
+                HEALTH_PATH.name,
                 &health_path,
                 "a path other than MESSAGES_PATH",
             ));
         }
-        let max_body_bytes = env.number(
-            "MAX_BODY_BYTES",
-            LAMBDA_PAYLOAD_BYTES,
-            1,
-            LAMBDA_PAYLOAD_BYTES,
-            " (bytes; Lambda's synchronous payload limit is 6 MB)",
-        )? as usize;
-        let max_messages = env.number("MAX_MESSAGES", 1000, 1, 100_000, "")? as usize;
+        let max_body_bytes = env.required_number(&MAX_BODY_BYTES)? as usize;
+        let max_messages = env.required_number(&MAX_MESSAGES)? as usize;
         let content_types = content_types(env)?;
         let attribute_headers = attribute_headers(env)?;
-        let retry_after =
-            Duration::from_secs(env.number("RETRY_AFTER_SECONDS", 1, 1, 3600, " (seconds)")?);
+        let retry_after = Duration::from_secs(env.required_number(&RETRY_AFTER_SECONDS)?);
         Ok(Settings {
             messages_path,
             health_path,
@@ -280,8 +290,15 @@ impl Settings {
 mod tests {
     use super::*;
 
-    fn env(pairs: &[(&str, &str)]) -> Env {
+    fn env(pairs: &[(&str, &str)]) -> Env<'static> {
         Env::from_pairs(pairs)
+    }
+
+    fn default_of(name: &str) -> &'static str {
+        VARIABLES
+            .iter()
+            .find(|v| v.name == name)
+            .map_or("", |v| v.default)
     }
 
     #[test]
@@ -384,14 +401,5 @@ mod tests {
             assert_eq!(e.variable, var, "{value}");
             assert!(e.allowed.contains(hint), "{var}={value}: {e}");
         }
-    }
-
-    #[test]
-    fn readme_table_matches_variables() {
-        assert_eq!(
-            sqs_forwarder::test_support::readme_variables(include_str!("../README.md")),
-            VARIABLES,
-            "README table (left) vs VARIABLES (right)"
-        );
     }
 }

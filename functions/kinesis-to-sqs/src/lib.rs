@@ -29,10 +29,12 @@ use tokio::time::Instant;
 
 pub mod checkpoint;
 pub mod kpl;
+pub mod lambda;
 pub mod records;
 pub mod settings;
 
 pub use checkpoint::AnswerError;
+pub use lambda::Lambda;
 pub use settings::{Settings, VARIABLES};
 
 /// The event and response types, re-exported for callers and tests.

@@ -4,20 +4,35 @@
 //! `MESSAGE_GROUP_ID`, ...) are read by [`sqs_forwarder::Config`]; the ones
 //! here only say how a Kinesis record becomes messages and how failures are
 //! answered. The README's table lists the same variables with the same
-//! defaults (a test checks it).
+//! defaults (the workspace's `tests/docs.rs` checks it).
 
+use sqs_forwarder::env::{Variable, Word};
 use sqs_forwarder::{ConfigError, Env};
 
-/// Every variable [`Settings::from_env`] reads, with its default ("" = none).
-pub const VARIABLES: &[(&str, &str)] = &[
-    ("BODY_FORMAT", "raw"),
-    (
-        "RECORD_ATTRIBUTES",
-        "partition-key,sequence-number,arrival-time,stream",
-    ),
-    ("GROUP_ID_SOURCE", "partition-key"),
-    ("KPL_DEAGGREGATE", "true"),
-    ("PERMANENT_FAILURES", "report"),
+/// `BODY_FORMAT`.
+pub const BODY_FORMAT: Variable = Variable::words::<BodyFormat>("BODY_FORMAT", "raw");
+/// `RECORD_ATTRIBUTES`.
+pub const RECORD_ATTRIBUTES: Variable = Variable::text(
+    "RECORD_ATTRIBUTES",
+    "partition-key,sequence-number,arrival-time,stream",
+    "a comma-separated list of partition-key, sequence-number, arrival-time, stream; or none",
+);
+/// `GROUP_ID_SOURCE`.
+pub const GROUP_ID_SOURCE: Variable =
+    Variable::words::<GroupIdSource>("GROUP_ID_SOURCE", "partition-key");
+/// `KPL_DEAGGREGATE`.
+pub const KPL_DEAGGREGATE: Variable = Variable::flag("KPL_DEAGGREGATE", "true");
+/// `PERMANENT_FAILURES`.
+pub const PERMANENT_FAILURES: Variable =
+    Variable::words::<PermanentFailures>("PERMANENT_FAILURES", "report");
+
+/// Every variable [`Settings::from_env`] reads, in the README table's order.
+pub const VARIABLES: &[Variable] = &[
+    BODY_FORMAT,
+    RECORD_ATTRIBUTES,
+    GROUP_ID_SOURCE,
+    KPL_DEAGGREGATE,
+    PERMANENT_FAILURES,
 ];
 
 /// What a message's body holds.
@@ -30,6 +45,11 @@ pub enum BodyFormat {
     /// A JSON object with the record's metadata and its data (see
     /// [`crate::records`]).
     Envelope,
+}
+
+impl Word for BodyFormat {
+    const WORDS: &'static [(&'static str, Self)] =
+        &[("raw", BodyFormat::Raw), ("envelope", BodyFormat::Envelope)];
 }
 
 /// Where a FIFO message group id comes from.
@@ -45,6 +65,14 @@ pub enum GroupIdSource {
     Fixed,
 }
 
+impl Word for GroupIdSource {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("partition-key", GroupIdSource::PartitionKey),
+        ("shard-id", GroupIdSource::ShardId),
+        ("fixed", GroupIdSource::Fixed),
+    ];
+}
+
 /// What to answer for a record that failed for good (a retry cannot help).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PermanentFailures {
@@ -56,6 +84,13 @@ pub enum PermanentFailures {
     /// Leave it out of `batchItemFailures` so the checkpoint moves past it,
     /// with a warning log line and a `RecordsSkipped` metric.
     Skip,
+}
+
+impl Word for PermanentFailures {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("report", PermanentFailures::Report),
+        ("skip", PermanentFailures::Skip),
+    ];
 }
 
 /// Which Kinesis metadata rides along as message attributes.
@@ -112,58 +147,25 @@ pub struct Settings {
 }
 
 impl Default for Settings {
+    /// The settings of an empty environment: every variable's default.
     fn default() -> Self {
-        Settings {
-            body_format: BodyFormat::Raw,
-            attributes: RecordAttributes::ALL,
-            group_id_source: GroupIdSource::PartitionKey,
-            deaggregate: true,
-            permanent_failures: PermanentFailures::Report,
-        }
+        // The table's defaults are constants, checked by the tests below.
+        Settings::from_env(&Env::from_pairs(&[])).expect("the defaults in VARIABLES are valid")
     }
 }
-
-const ATTRIBUTE_NAMES: &str =
-    "a comma-separated list of partition-key, sequence-number, arrival-time, stream; or none";
 
 impl Settings {
     /// Read and check every variable; a bad value names the variable, the
     /// value and what is allowed.
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let body_format = env.choice(
-            "BODY_FORMAT",
-            BodyFormat::Raw,
-            &[("raw", BodyFormat::Raw), ("envelope", BodyFormat::Envelope)],
-        )?;
-        let attributes = match env.raw("RECORD_ATTRIBUTES") {
-            None => RecordAttributes::ALL,
-            Some(raw) => parse_attributes(&raw)
-                .ok_or_else(|| ConfigError::new("RECORD_ATTRIBUTES", &raw, ATTRIBUTE_NAMES))?,
-        };
-        let group_id_source = env.choice(
-            "GROUP_ID_SOURCE",
-            GroupIdSource::PartitionKey,
-            &[
-                ("partition-key", GroupIdSource::PartitionKey),
-                ("shard-id", GroupIdSource::ShardId),
-                ("fixed", GroupIdSource::Fixed),
-            ],
-        )?;
-        let deaggregate = env.flag("KPL_DEAGGREGATE", true)?;
-        let permanent_failures = env.choice(
-            "PERMANENT_FAILURES",
-            PermanentFailures::Report,
-            &[
-                ("report", PermanentFailures::Report),
-                ("skip", PermanentFailures::Skip),
-            ],
-        )?;
+        let raw = env.text(&RECORD_ATTRIBUTES);
+        let attributes = parse_attributes(&raw).ok_or_else(|| RECORD_ATTRIBUTES.error(&raw))?;
         Ok(Settings {
-            body_format,
+            body_format: env.choice(&BODY_FORMAT)?,
             attributes,
-            group_id_source,
-            deaggregate,
-            permanent_failures,
+            group_id_source: env.choice(&GROUP_ID_SOURCE)?,
+            deaggregate: env.flag(&KPL_DEAGGREGATE)?,
+            permanent_failures: env.choice(&PERMANENT_FAILURES)?,
         })
     }
 
@@ -203,8 +205,17 @@ mod tests {
 
     #[test]
     fn defaults_match_variables() {
-        let from_defaults: Vec<(&str, &str)> = VARIABLES.to_vec();
-        assert_eq!(read(&[]), Ok(Settings::default()));
+        let from_defaults: Vec<(&str, &str)> =
+            VARIABLES.iter().map(|v| (v.name, v.default)).collect();
+        let defaults = Settings {
+            body_format: BodyFormat::Raw,
+            attributes: RecordAttributes::ALL,
+            group_id_source: GroupIdSource::PartitionKey,
+            deaggregate: true,
+            permanent_failures: PermanentFailures::Report,
+        };
+        assert_eq!(read(&[]), Ok(defaults));
+        assert_eq!(Settings::default(), defaults);
         // The documented defaults, set explicitly, read as the defaults.
         assert_eq!(read(&from_defaults), Ok(Settings::default()));
     }
@@ -251,7 +262,7 @@ mod tests {
         let e = read(&[("RECORD_ATTRIBUTES", "partition-key,color")]).expect_err("bad");
         assert_eq!(e.variable, "RECORD_ATTRIBUTES");
         assert_eq!(e.value, "partition-key,color");
-        assert_eq!(e.allowed, ATTRIBUTE_NAMES);
+        assert_eq!(e.allowed, RECORD_ATTRIBUTES.allowed.describe());
         let e = read(&[("RECORD_ATTRIBUTES", ",")]).expect_err("bad");
         assert_eq!(e.variable, "RECORD_ATTRIBUTES");
         let e = read(&[("GROUP_ID_SOURCE", "partition_key")]).expect_err("bad");

@@ -34,6 +34,7 @@ pub mod drain;
 mod error;
 pub mod fifo_id;
 pub mod fold;
+pub mod lambda;
 pub mod mapping;
 pub mod secret;
 pub mod settings;

@@ -25,6 +25,7 @@
 
 pub mod event;
 pub mod handler;
+pub mod lambda;
 pub mod lines;
 pub mod messages;
 pub mod object;
@@ -32,6 +33,7 @@ pub mod settings;
 
 pub use event::{EventError, Incoming, ObjectEvent, Via};
 pub use handler::{Handler, HandlerError, RecordFailure, Report};
+pub use lambda::Lambda;
 pub use object::{reader_sdk, s3_client};
 pub use settings::{EventFilter, GroupBy, Mode, Settings, VARIABLES};
 

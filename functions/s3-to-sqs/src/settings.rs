@@ -2,17 +2,41 @@
 //! [`sqs_forwarder::Env`]. The shared variables (`QUEUE_URL`, ...) are read
 //! by the shared crate; these are the ones only s3-to-sqs knows.
 
+use sqs_forwarder::env::{Variable, Word};
 use sqs_forwarder::{ConfigError, Env};
 
-/// Every variable [`Settings::from_env`] reads, with its default ("" = none),
-/// in the order of the README's table.
-pub const VARIABLES: &[(&str, &str)] = &[
-    ("MODE", "notification"),
-    ("EVENT_NAMES", ""),
-    ("GROUP_BY", "object"),
-    ("LINES_PER_SEND", "5000"),
-    ("LINES_BYTES_PER_SEND", "8388608"),
-    ("S3_FORCE_PATH_STYLE", "false"),
+/// `MODE`.
+pub const MODE: Variable = Variable::words::<Mode>("MODE", "notification");
+/// `EVENT_NAMES`.
+pub const EVENT_NAMES: Variable = Variable::text(
+    "EVENT_NAMES",
+    "",
+    "a comma-separated list of S3 event names, each exact (ObjectRemoved:Delete), a family (ObjectCreated:*) or *",
+);
+/// `GROUP_BY`.
+pub const GROUP_BY: Variable = Variable::words::<GroupBy>("GROUP_BY", "object");
+/// `LINES_PER_SEND`.
+pub const LINES_PER_SEND: Variable =
+    Variable::number("LINES_PER_SEND", "5000", 1, 100_000, " lines");
+/// `LINES_BYTES_PER_SEND`.
+pub const LINES_BYTES_PER_SEND: Variable = Variable::number(
+    "LINES_BYTES_PER_SEND",
+    "8388608",
+    1_048_576,
+    268_435_456,
+    " bytes",
+);
+/// `S3_FORCE_PATH_STYLE`.
+pub const S3_FORCE_PATH_STYLE: Variable = Variable::flag("S3_FORCE_PATH_STYLE", "false");
+
+/// Every variable [`Settings::from_env`] reads, in the README table's order.
+pub const VARIABLES: &[Variable] = &[
+    MODE,
+    EVENT_NAMES,
+    GROUP_BY,
+    LINES_PER_SEND,
+    LINES_BYTES_PER_SEND,
+    S3_FORCE_PATH_STYLE,
 ];
 
 /// What becomes a message.
@@ -24,6 +48,11 @@ pub enum Mode {
     Lines,
 }
 
+impl Word for Mode {
+    const WORDS: &'static [(&'static str, Self)] =
+        &[("notification", Mode::Notification), ("lines", Mode::Lines)];
+}
+
 /// What the FIFO message group id is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupBy {
@@ -33,6 +62,14 @@ pub enum GroupBy {
     Bucket,
     /// None of this function's: `MESSAGE_GROUP_ID` for all messages.
     None,
+}
+
+impl Word for GroupBy {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("object", GroupBy::Object),
+        ("bucket", GroupBy::Bucket),
+        ("none", GroupBy::None),
+    ];
 }
 
 /// One entry of `EVENT_NAMES`.
@@ -56,13 +93,7 @@ impl EventFilter {
     /// Read a comma-separated list of names; empty means every event.
     /// An `s3:` prefix, as in S3's notification configuration, is allowed.
     pub fn parse(variable: &str, raw: &str) -> Result<Self, ConfigError> {
-        let bad = || {
-            ConfigError::new(
-                variable,
-                raw,
-                "a comma-separated list of S3 event names, each exact (ObjectRemoved:Delete), a family (ObjectCreated:*) or *",
-            )
-        };
+        let bad = || ConfigError::new(variable, raw, EVENT_NAMES.allowed.describe());
         let mut patterns = Vec::new();
         for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let item = item.strip_prefix("s3:").unwrap_or(item);
@@ -125,52 +156,23 @@ pub struct Settings {
 }
 
 impl Default for Settings {
+    /// The settings of an empty environment: every variable's default.
     fn default() -> Self {
-        Settings {
-            mode: Mode::Notification,
-            event_filter: EventFilter::default(),
-            group_by: GroupBy::Object,
-            lines_per_send: 5000,
-            lines_bytes_per_send: 8 * 1024 * 1024,
-            s3_force_path_style: false,
-        }
+        // The table's defaults are constants, checked by the tests below.
+        Settings::from_env(&Env::from_pairs(&[])).expect("the defaults in VARIABLES are valid")
     }
 }
 
 impl Settings {
     /// Read and check every variable in [`VARIABLES`].
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
-        let mode = env.choice(
-            "MODE",
-            Mode::Notification,
-            &[("notification", Mode::Notification), ("lines", Mode::Lines)],
-        )?;
-        let event_filter = EventFilter::parse("EVENT_NAMES", &env.string("EVENT_NAMES", ""))?;
-        let group_by = env.choice(
-            "GROUP_BY",
-            GroupBy::Object,
-            &[
-                ("object", GroupBy::Object),
-                ("bucket", GroupBy::Bucket),
-                ("none", GroupBy::None),
-            ],
-        )?;
-        let lines_per_send = env.number("LINES_PER_SEND", 5000, 1, 100_000, " lines")? as usize;
-        let lines_bytes_per_send = env.number(
-            "LINES_BYTES_PER_SEND",
-            8_388_608,
-            1_048_576,
-            268_435_456,
-            " bytes",
-        )? as usize;
-        let s3_force_path_style = env.flag("S3_FORCE_PATH_STYLE", false)?;
         Ok(Settings {
-            mode,
-            event_filter,
-            group_by,
-            lines_per_send,
-            lines_bytes_per_send,
-            s3_force_path_style,
+            mode: env.choice(&MODE)?,
+            event_filter: EventFilter::parse(EVENT_NAMES.name, &env.text(&EVENT_NAMES))?,
+            group_by: env.choice(&GROUP_BY)?,
+            lines_per_send: env.required_number(&LINES_PER_SEND)? as usize,
+            lines_bytes_per_send: env.required_number(&LINES_BYTES_PER_SEND)? as usize,
+            s3_force_path_style: env.flag(&S3_FORCE_PATH_STYLE)?,
         })
     }
 
@@ -188,8 +190,17 @@ mod tests {
     #[test]
     fn defaults_match_the_variables_table() {
         let s = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
-        assert_eq!(s, Settings::default());
-        let from_table: Vec<(&str, &str)> = VARIABLES.to_vec();
+        let defaults = Settings {
+            mode: Mode::Notification,
+            event_filter: EventFilter::default(),
+            group_by: GroupBy::Object,
+            lines_per_send: 5000,
+            lines_bytes_per_send: 8 * 1024 * 1024,
+            s3_force_path_style: false,
+        };
+        assert_eq!(s, defaults);
+        assert_eq!(Settings::default(), defaults);
+        let from_table: Vec<(&str, &str)> = VARIABLES.iter().map(|v| (v.name, v.default)).collect();
         let env = Env::from_pairs(&from_table);
         assert_eq!(
             Settings::from_env(&env).expect("table defaults"),

@@ -15,7 +15,7 @@ use crate::lines::{Chunking, LinesReport, forward_lines};
 use crate::messages::Fifo;
 use crate::object::decoded;
 use crate::settings::GroupBy;
-use crate::{Handler, HandlerError, Settings, VARIABLES};
+use crate::{Handler, HandlerError, Settings};
 
 type Rule = Box<dyn Fn(&Entry) -> Option<(&'static str, bool)> + Send + Sync>;
 
@@ -479,15 +479,4 @@ async fn a_retryable_failure_stops_reading() {
         "the chunk of lines 11..=20 failed"
     );
     assert_eq!(report.sent, 19);
-}
-
-#[test]
-fn readme_variables_table_matches_the_code() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    assert_eq!(
-        sqs_forwarder::test_support::readme_variables(&readme),
-        VARIABLES,
-        "README table (left) vs VARIABLES (right)"
-    );
 }

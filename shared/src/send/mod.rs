@@ -72,19 +72,12 @@ pub enum OversizePolicy {
     Offload,
 }
 
-impl OversizePolicy {
-    /// The names accepted in configuration.
-    pub const NAMES: &'static str = "fail, drop, offload";
-
-    /// Parse a configuration value.
-    pub fn parse(value: &str) -> Option<Self> {
-        match value {
-            "fail" => Some(OversizePolicy::Fail),
-            "drop" => Some(OversizePolicy::Drop),
-            "offload" => Some(OversizePolicy::Offload),
-            _ => None,
-        }
-    }
+impl crate::env::Word for OversizePolicy {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("fail", OversizePolicy::Fail),
+        ("drop", OversizePolicy::Drop),
+        ("offload", OversizePolicy::Offload),
+    ];
 }
 
 /// How the forwarder sends.

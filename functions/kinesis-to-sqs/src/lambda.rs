@@ -1,0 +1,64 @@
+//! The function as Lambda runs it: started once per cold start
+//! ([`ColdStart`]), then one [`Lambda::handle`] per batch, metrics flushed
+//! after each.
+
+use lambda_runtime::LambdaEvent;
+use sqs_forwarder::observability::Observability;
+use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::{Env, Forwarder, SqsTransport};
+
+use crate::event::{KinesisEvent, KinesisEventResponse};
+use crate::{AnswerError, SERVICE, Settings, handle};
+
+/// What the function keeps between invocations.
+#[derive(Debug)]
+pub struct Lambda {
+    settings: Settings,
+    forwarder: Forwarder<SqsTransport>,
+    observability: Observability,
+    margin: std::time::Duration,
+}
+
+impl ColdStart for Lambda {
+    const SERVICE: &'static str = SERVICE;
+
+    async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
+        let settings = Settings::from_env(env)?;
+        let started = startup::start(SERVICE, settings.source_sets_group_ids()).await?;
+        Ok(Lambda {
+            settings,
+            margin: started.margin(),
+            forwarder: started.forwarder,
+            observability: started.observability,
+        })
+    }
+}
+
+impl Lambda {
+    /// Forward one batch before the invocation's deadline (less
+    /// `DEADLINE_MARGIN_MS`) and answer which records Lambda must deliver
+    /// again.
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<KinesisEvent>,
+    ) -> Result<KinesisEventResponse, AnswerError> {
+        let deadline =
+            sqs_forwarder::deadline_from_epoch_millis(event.context.deadline, self.margin);
+        tracing::debug!(
+            deadline_ms = event.context.deadline,
+            left_ms = deadline
+                .saturating_duration_since(tokio::time::Instant::now())
+                .as_millis() as u64,
+            "invocation"
+        );
+        let answer = handle(
+            &self.forwarder,
+            &self.settings,
+            event.payload,
+            Some(deadline),
+        )
+        .await;
+        self.observability.flush();
+        answer
+    }
+}

@@ -1,0 +1,60 @@
+//! The function as Lambda runs it: started once per cold start
+//! ([`ColdStart`]), then one [`Lambda::handle`] per invocation (a scheduled
+//! poll or an Amazon MQ batch), metrics flushed after each.
+
+use lambda_runtime::LambdaEvent;
+use serde_json::Value;
+use sqs_forwarder::observability::Observability;
+use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::{Env, SqsTransport};
+
+use crate::{Function, HandlerError, SERVICE, Settings};
+
+/// What the function keeps between invocations.
+pub struct Lambda {
+    function: Function<SqsTransport>,
+    observability: Observability,
+}
+
+impl ColdStart for Lambda {
+    const SERVICE: &'static str = SERVICE;
+
+    async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
+        // This function's own settings first (no network needed).
+        let settings = Settings::from_env(env)?;
+        // Group ids always come from the messages (routing key, header or
+        // the queue name), so a FIFO target needs no MESSAGE_GROUP_ID.
+        let started = startup::start(SERVICE, true).await?;
+        let secrets_client = match settings
+            .broker
+            .as_ref()
+            .and_then(|b| b.password_secret.as_ref())
+        {
+            Some(_) => {
+                let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                Some(aws_sdk_secretsmanager::Client::new(&sdk))
+            }
+            None => None,
+        };
+        let margin = started.margin();
+        let function = Function::new(settings, started.forwarder, margin, secrets_client)?;
+        Ok(Lambda {
+            function,
+            observability: started.observability,
+        })
+    }
+}
+
+impl Lambda {
+    /// One invocation, until its deadline (less the margins).
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
+        // Boxed: the poll's future is deep (lapin, the SQS SDK), too deep for
+        // the compiler's layout query when inlined into the runtime's.
+        let result = Box::pin(self.function.handle(event.payload, event.context.deadline)).await;
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "invocation failed");
+        }
+        self.observability.flush();
+        result
+    }
+}
