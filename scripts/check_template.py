@@ -53,18 +53,15 @@ import sys
 
 from cfnlint.decode import cfn_yaml
 
-import check_dashboard
+import check_dashboard  # noqa: E402
+from checks import Checks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PSEUDO = {"AWS::AccountId", "AWS::NotificationARNs", "AWS::NoValue", "AWS::Partition",
           "AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix"}
 
-results = []
-
-
-def check(ok, what):
-    results.append((bool(ok), what))
-    print(("ok   " if ok else "FAIL ") + what)
+CHECKS = Checks("template")
+check = CHECKS.check
 
 
 def table_vars(path, section=None):
@@ -166,10 +163,7 @@ def main():
     negative_tests(tpl)
     check_dashboard.run(tpl, ROOT, check)
 
-    passed = sum(1 for ok, _ in results if ok)
-    failed = len(results) - passed
-    print(f"template: {passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    CHECKS.finish()
 
 
 def wildcards(props):

@@ -38,6 +38,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import Checks  # noqa: E402
 import check_dashboard  # noqa: E402
 from samples import SAMPLES, expected  # noqa: E402
 
@@ -58,19 +59,9 @@ ARCHITECTURES = {
 # glibc 2.34; provided.al2: Amazon Linux 2, glibc 2.26).
 RUNTIME_GLIBC = {"provided.al2023": (2, 34), "provided.al2": (2, 26)}
 
-results = []
-
-
-def check(ok, what):
-    results.append((bool(ok), what))
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    return bool(ok)
-
-
-def finish():
-    passed = sum(1 for ok, _ in results if ok)
-    print(f"deploy-build: {passed} passed, {len(results) - passed} failed", flush=True)
-    sys.exit(0 if passed == len(results) else 1)
+CHECKS = Checks("deploy-build")
+check = CHECKS.check
+finish = CHECKS.finish
 
 
 def size_limit():

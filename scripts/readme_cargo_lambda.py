@@ -30,25 +30,16 @@ import json
 import boto3
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checks import Checks  # noqa: E402
 from samples import expected  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECTION = "## Running one function locally with cargo-lambda"
 README_ENDPOINT = "http://127.0.0.1:4566"
 
-results = []
-
-
-def check(ok, what):
-    results.append((bool(ok), what))
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    return bool(ok)
-
-
-def finish():
-    passed = sum(1 for ok, _ in results if ok)
-    print(f"cargo-lambda: {passed} passed, {len(results) - passed} failed", flush=True)
-    sys.exit(0 if passed == len(results) else 1)
+CHECKS = Checks("cargo-lambda")
+check = CHECKS.check
+finish = CHECKS.finish
 
 
 def readme_commands():
@@ -160,7 +151,7 @@ def main():
             except ProcessLookupError:
                 pass
         log.close()
-    if all(ok for ok, _ in results):
+    if CHECKS.all_passed():
         os.unlink(log.name)
     finish()
 

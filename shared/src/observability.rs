@@ -7,7 +7,10 @@
 //! document to standard output, where Lambda's log capture turns it into
 //! CloudWatch metrics. Nothing here logs message bodies or credentials. A
 //! function whose dependencies log what must not be shown adds directives
-//! that hold them back, whatever `RUST_LOG` says ([`add_directives`]).
+//! that hold them back, whatever `RUST_LOG` says ([`add_directives`], before
+//! [`init`]; [`crate::startup::main`] adds a function's
+//! [`ColdStart::LOG_DIRECTIVES`](crate::startup::ColdStart::LOG_DIRECTIVES)
+//! first thing).
 
 use std::sync::{Mutex, OnceLock};
 
@@ -41,26 +44,11 @@ pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observ
         let builder = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr);
-        // The filter can be rebuilt later, when a function adds directives.
-        let installed = if json {
-            let builder = builder
-                .json()
-                .with_current_span(false)
-                .with_filter_reloading();
-            let handle = builder.reload_handle();
-            builder
-                .try_init()
-                .map(|()| Box::new(move |f| handle.reload(f).is_ok()) as Reload)
+        let _ = if json {
+            builder.json().with_current_span(false).try_init()
         } else {
-            let builder = builder.with_target(false).with_filter_reloading();
-            let handle = builder.reload_handle();
-            builder
-                .try_init()
-                .map(|()| Box::new(move |f| handle.reload(f).is_ok()) as Reload)
+            builder.with_target(false).try_init()
         };
-        if let Ok(reload) = installed {
-            let _ = RELOAD.set(reload);
-        }
         let collector = metrics_cloudwatch_embedded::Builder::new()
             .cloudwatch_namespace(metrics_namespace.to_owned())
             .with_dimension("Service", service.to_owned())
@@ -71,14 +59,8 @@ pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observ
     })
 }
 
-/// Replaces the installed log filter; `false` when it is gone.
-type Reload = Box<dyn Fn(EnvFilter) -> bool + Send + Sync>;
-
 /// Directives added by [`add_directives`], in order.
 static DIRECTIVES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-/// How to replace the filter [`init`] installed, once it has.
-static RELOAD: OnceLock<Reload> = OnceLock::new();
 
 /// The log filter: `RUST_LOG` (default `info`), then every directive added.
 fn filter() -> EnvFilter {
@@ -101,8 +83,8 @@ pub fn with_directives<S: AsRef<str>>(mut filter: EnvFilter, directives: &[S]) -
 
 /// Add directives (`target=level`) to this process's log filter, whatever
 /// `RUST_LOG` says: a function holds back what a dependency logs and must
-/// not be shown. Added before [`init`], they are part of the filter it
-/// installs; after, the installed filter is rebuilt with them.
+/// not be shown. They are part of the filter [`init`] installs, so they must
+/// come before it; added later, they do not apply, and a warning says so.
 pub fn add_directives(directives: &[&str]) {
     if let Ok(mut added) = DIRECTIVES.lock() {
         for d in directives {
@@ -111,10 +93,11 @@ pub fn add_directives(directives: &[&str]) {
             }
         }
     }
-    if let Some(reload) = RELOAD.get()
-        && !reload(filter())
-    {
-        tracing::warn!("could not add log directives {directives:?}");
+    if INSTALLED.get().is_some() && !directives.is_empty() {
+        tracing::warn!(
+            ?directives,
+            "log directives added after the log filter was installed do not apply"
+        );
     }
 }
 

@@ -16,6 +16,10 @@
 //! }
 //! ```
 //!
+//! The runtime's flavor is each function's own: kinesis-to-sqs and
+//! apigw-to-sqs run on one thread (the least CPU per record), s3-to-sqs and
+//! rabbitmq-to-sqs on the multi-thread runtime they were built and tested on.
+//!
 //! A start that fails ends the process with [`INIT_FAILED`] (2) and the
 //! reason on stderr, which fails the Lambda init with that line in the log.
 
@@ -224,6 +228,12 @@ pub trait ColdStart: Sized + Sync + 'static {
     /// prefix of a failed start's message.
     const SERVICE: &'static str;
 
+    /// Log directives (`target=level`) held whatever `RUST_LOG` says, for a
+    /// dependency that logs what must not be shown; [`main`] adds them
+    /// before anything installs the log filter
+    /// ([`observability::add_directives`]).
+    const LOG_DIRECTIVES: &'static [&'static str] = &[];
+
     /// Read the function's own settings from `env`, then the shared start
     /// ([`start`]), and build the function. A bad value fails naming the
     /// variable, the value and what is allowed.
@@ -244,6 +254,7 @@ where
     R: Future<Output = Result<(), E>>,
     E: Display,
 {
+    observability::add_directives(F::LOG_DIRECTIVES);
     let function = match F::cold_start(&Env::process()).await {
         // Kept for the life of the process, as the runtime's loop is.
         Ok(f) => Box::leak(Box::new(f)),

@@ -12,7 +12,9 @@ use sqs_forwarder::startup;
 #[global_allocator]
 static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
 
-#[tokio::main]
+// One thread: the forwarder's calls are I/O, and a single-threaded runtime
+// spends the least CPU per record (see the README's benchmark).
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
 }

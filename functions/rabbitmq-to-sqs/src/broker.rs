@@ -20,9 +20,10 @@ pub const MASK: &str = "***";
 
 /// Log directives that keep the AMQP client's trace logs off: they print
 /// raw frames, the login included, so never below debug, whatever
-/// `RUST_LOG` says. [`crate::Function::new`] adds them to the process's log
-/// filter ([`sqs_forwarder::observability::add_directives`]); tests capture
-/// logs through them.
+/// `RUST_LOG` says. They are the function's
+/// [`ColdStart::LOG_DIRECTIVES`](sqs_forwarder::startup::ColdStart::LOG_DIRECTIVES),
+/// added to the log filter before it is installed; tests capture logs
+/// through them.
 pub const QUIET_AMQP: &[&str] = &[
     "lapin=debug",
     "amq_protocol=debug",

@@ -18,6 +18,8 @@ pub struct Lambda {
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
+    // Before any connection: the AMQP client's frame dumps hold the login.
+    const LOG_DIRECTIVES: &'static [&'static str] = crate::broker::QUIET_AMQP;
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         // This function's own settings first (no network needed).

@@ -88,8 +88,6 @@ impl<T: Transport> Function<T> {
         deadline_margin: std::time::Duration,
         secrets_client: Option<aws_sdk_secretsmanager::Client>,
     ) -> Result<Self, ConfigError> {
-        // Before any connection: the AMQP client's frame dumps hold the login.
-        sqs_forwarder::observability::add_directives(broker::QUIET_AMQP);
         let fifo = forwarder.rules().fifo;
         if settings.mode == DeliveryMode::ExactlyOnce && !fifo {
             return Err(ConfigError::new(
