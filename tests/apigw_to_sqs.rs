@@ -15,8 +15,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use forwarder_e2e::{attributes, client, create_queue, drain};
 use serde_json::Value;
 use sqs_forwarder::startup::connect_with;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Config, Env, Forwarder, SqsTransport, Transport};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::{Config, Env, Forwarder, SqsTransport};
 
 const MARKER: &str = "sqs-forwarder.encoding";
 
@@ -268,40 +268,6 @@ async fn fifo_groups_and_idempotency_keys_deduplicate_a_retried_request() {
     assert!(drain(&sqs, &url, 1).await.is_empty());
 }
 
-/// Throttles the entries whose body mentions "throttle"; sends the rest
-/// through the real transport.
-struct Throttling(SqsTransport);
-
-impl Transport for Throttling {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            let (throttled, pass): (Vec<BatchItem>, Vec<BatchItem>) = items
-                .iter()
-                .cloned()
-                .partition(|i| i.entry.body.contains("throttle"));
-            let mut results = if pass.is_empty() {
-                Vec::new()
-            } else {
-                self.0.send_batch(&pass).await?
-            };
-            results.extend(throttled.into_iter().map(|i| {
-                (
-                    i.id,
-                    EntryResult::Failed {
-                        code: "RequestThrottled".into(),
-                        message: "Rate exceeded".into(),
-                        sender_fault: true,
-                    },
-                )
-            }));
-            Ok(results)
-        })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn throttled_messages_are_207_or_429_and_the_rest_arrive() {
     let sqs = client();
@@ -316,7 +282,12 @@ async fn throttled_messages_are_207_or_429_and_the_rest_arrive() {
         .await
         .expect("connect");
     let forwarder = Forwarder::new(
-        Throttling(real.transport().clone()),
+        // Throttles the entries whose body mentions "throttle"; sends the
+        // rest through the real transport.
+        FakeSqs::in_front_of(real.transport().clone()).fail_where(
+            |a| a.body().contains("throttle"),
+            Reply::THROTTLED.with_message("Rate exceeded"),
+        ),
         real.settings().clone(),
         real.rules().clone(),
     );

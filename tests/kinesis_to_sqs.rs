@@ -6,7 +6,6 @@
 //! checkpoint rule makes it resend.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
@@ -18,8 +17,8 @@ use kinesis_to_sqs::records::attribute;
 use kinesis_to_sqs::{Settings, handle};
 use serde_json::{Value, json};
 use sqs_forwarder::startup::connect_with;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Config, Forwarder, SqsTransport, Transport};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::{Config, Forwarder, SqsTransport};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 const SHARD: &str = "shardId-000000000004";
@@ -226,78 +225,9 @@ async fn the_oversize_sample_reports_the_large_record_and_sends_the_rest() {
     );
 }
 
-/// Between the forwarder and SQS: fails a body's first `n` attempts with a
-/// retryable entry error (`InternalError`, or `RequestThrottled` for the
-/// throttled ones), and can stall every call from a given one on.
-struct Faults {
-    inner: SqsTransport,
-    fail_first: HashMap<String, (u32, &'static str)>,
-    attempts: Mutex<HashMap<String, u32>>,
-    stall_from_call: Option<usize>,
-    calls: Mutex<usize>,
-}
-
-impl Faults {
-    fn new(inner: SqsTransport) -> Self {
-        Faults {
-            inner,
-            fail_first: HashMap::new(),
-            attempts: Mutex::default(),
-            stall_from_call: None,
-            calls: Mutex::default(),
-        }
-    }
-}
-
-impl Transport for Faults {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            let call = {
-                let mut c = self.calls.lock().expect("calls");
-                *c += 1;
-                *c - 1
-            };
-            if self.stall_from_call.is_some_and(|from| call >= from) {
-                // Never answers: the forwarder's deadline has to end it.
-                std::future::pending::<()>().await;
-            }
-            let mut failed = Vec::new();
-            let mut pass = Vec::new();
-            {
-                let mut attempts = self.attempts.lock().expect("attempts");
-                for item in items {
-                    let n = attempts.entry(item.entry.body.clone()).or_default();
-                    *n += 1;
-                    match self.fail_first.get(&item.entry.body) {
-                        Some((first, code)) if *n <= *first => failed.push((
-                            item.id.clone(),
-                            EntryResult::Failed {
-                                code: (*code).into(),
-                                message: "injected".into(),
-                                sender_fault: *code == "RequestThrottled",
-                            },
-                        )),
-                        _ => pass.push(item.clone()),
-                    }
-                }
-            }
-            let mut results = if pass.is_empty() {
-                Vec::new()
-            } else {
-                self.inner.send_batch(&pass).await?
-            };
-            results.extend(failed);
-            Ok(results)
-        })
-    }
-}
-
 /// Deliver records from the checkpoint on, as Lambda does, until the answer
 /// is empty; return the checkpoints (the first record of each delivery).
-async fn follow_the_answers(fwd: &Forwarder<Faults>, n: usize) -> Vec<usize> {
+async fn follow_the_answers(fwd: &Forwarder<FakeSqs>, n: usize) -> Vec<usize> {
     let mut checkpoints = Vec::new();
     let mut checkpoint = 0;
     loop {
@@ -315,21 +245,18 @@ async fn follow_the_answers(fwd: &Forwarder<Faults>, n: usize) -> Vec<usize> {
     }
 }
 
-fn faulty(fwd: &Forwarder<SqsTransport>) -> Faults {
-    let mut faults = Faults::new(fwd.transport().clone());
-    // rec-5 fails its first 4 attempts: 3 in the first delivery, 1 in the second.
-    faults
-        .fail_first
-        .insert("rec-5".into(), (4, "InternalError"));
-    // rec-12 is throttled twice, then goes through within the first delivery.
-    faults
-        .fail_first
-        .insert("rec-12".into(), (2, "RequestThrottled"));
-    // rec-20 fails 7 attempts: through the first two deliveries.
-    faults
-        .fail_first
-        .insert("rec-20".into(), (7, "InternalError"));
-    faults
+/// Between the forwarder and SQS: fails a body's first attempts with a
+/// retryable entry error (`InternalError`, or `RequestThrottled` for the
+/// throttled ones).
+fn faulty(fwd: &Forwarder<SqsTransport>) -> FakeSqs {
+    let injected = |reply: Reply| reply.with_message("injected");
+    FakeSqs::in_front_of(fwd.transport().clone())
+        // rec-5 fails its first 4 attempts: 3 in the first delivery, 1 in the second.
+        .fail_first("rec-5", 4, injected(Reply::INTERNAL))
+        // rec-12 is throttled twice, then goes through within the first delivery.
+        .fail_first("rec-12", 2, injected(Reply::THROTTLED))
+        // rec-20 fails 7 attempts: through the first two deliveries.
+        .fail_first("rec-20", 7, injected(Reply::INTERNAL))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -414,9 +341,8 @@ async fn the_deadline_running_out_mid_batch_reports_exactly_what_did_not_arrive(
     let sqs = client();
     let url = create_queue(&sqs, "e2e-kinesis-deadline", &[]).await;
     let base = forwarder(&url, &[("MAX_IN_FLIGHT", "1")]).await;
-    let mut faults = Faults::new(base.transport().clone());
     // Calls 0 and 1 (records 0..20) go through; call 2 never answers.
-    faults.stall_from_call = Some(2);
+    let faults = FakeSqs::in_front_of(base.transport().clone()).stall_from_call(2);
     let fwd = Forwarder::new(faults, base.settings().clone(), base.rules().clone());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     let response = handle(

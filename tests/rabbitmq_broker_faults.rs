@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant as StdInstant};
 
 use forwarder_e2e::rabbitmq::{Broker, amqp_url, fake_forwarder, far, function, unique};
@@ -36,8 +36,9 @@ use rabbitmq_to_sqs::broker::BrokerError;
 use rabbitmq_to_sqs::drain::StopReason;
 use rabbitmq_to_sqs::{Function, HandlerError};
 use serde_json::Value;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{SqsTransport, Transport};
+use sqs_forwarder::SqsTransport;
+use sqs_forwarder::test_support::FakeSqs;
+use sqs_forwarder::transport::BoxFuture;
 
 /// One test at a time in this binary.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -149,39 +150,15 @@ async fn helper() -> Broker {
 
 type Fault = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 
-/// The local SQS endpoint, with a fault run just before the forwarder's
-/// `at`-th `SendMessageBatch` call (counted from 1) goes out.
-struct FaultAt {
-    sqs: SqsTransport,
-    at: usize,
-    fault: Option<Fault>,
-    calls: AtomicUsize,
-}
-
-impl Transport for FaultAt {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-            if let Some(fault) = self.fault.as_ref().filter(|_| n == self.at) {
-                fault().await;
-            }
-            self.sqs.send_batch(items).await
-        })
-    }
-}
-
 /// The function polling `queues` (comma-separated, prefetch 5) into the SQS
 /// queue at `url`, with `fault` before SQS call `at`.
-fn poller(queues: &str, url: &str, at: usize, fault: Option<Fault>) -> Function<FaultAt> {
-    let sqs = FaultAt {
-        sqs: SqsTransport::new(client(), url),
-        at,
-        fault,
-        calls: AtomicUsize::new(0),
-    };
+fn poller(queues: &str, url: &str, at: usize, fault: Option<Fault>) -> Function<FakeSqs> {
+    // The local SQS endpoint, with the fault run just before the
+    // forwarder's `at`-th `SendMessageBatch` call (counted from 1) goes out.
+    let mut sqs = FakeSqs::in_front_of(SqsTransport::new(client(), url));
+    if let (Some(fault), Some(call)) = (fault, at.checked_sub(1)) {
+        sqs = sqs.before_call(call, move || fault());
+    }
     function(
         &[
             ("RABBITMQ_URL", &amqp_url()),

@@ -7,15 +7,12 @@
 //! of SQS are injected with fake transports; the broker is always real.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use base64::Engine as _;
 use forwarder_e2e::rabbitmq::{
-    Broker, FakeSqs, amqp_url, close_connection_named, fake_forwarder, far, function, poll,
-    settings, unique,
+    Broker, amqp_url, close_connection_named, fake_forwarder, far, function, poll, settings, unique,
 };
 use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
 use lapin::BasicProperties;
@@ -25,8 +22,31 @@ use rabbitmq_to_sqs::drain::StopReason;
 use rabbitmq_to_sqs::{Function, HandlerError};
 use serde_json::Value;
 use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Forwarder, SqsTransport};
 use tokio::time::Instant;
+
+/// The workspace's fake SQS: fails bodies containing "retry-me" (retryable)
+/// or "poison" (the message's fault), accepts the rest.
+fn fake_sqs() -> FakeSqs {
+    FakeSqs::new()
+        .fail_where(
+            |a| a.body().contains("poison"),
+            Reply::INVALID.with_message("injected"),
+        )
+        .fail_where(
+            |a| a.body().contains("retry-me"),
+            Reply::INTERNAL.with_message("injected"),
+        )
+}
+
+/// (group id, body) of the FIFO messages the fake accepted, in order.
+fn groups(fake: &FakeSqs) -> Vec<(String, String)> {
+    fake.accepted()
+        .iter()
+        .filter_map(|s| Some((s.group_id.clone()?, s.body.clone())))
+        .collect()
+}
 
 // ---------------------------------------------------------------- broker
 
@@ -284,7 +304,7 @@ async fn sqs_failing_for_some_messages_leaves_exactly_those_in_rabbitmq() {
         broker.publish_text(&queue, &body).await;
     }
 
-    let fake = FakeSqs::default();
+    let fake = fake_sqs();
     let f = function(
         &[
             ("RABBITMQ_URL", &amqp_url()),
@@ -300,7 +320,7 @@ async fn sqs_failing_for_some_messages_leaves_exactly_those_in_rabbitmq() {
         (20, 14, 4, 2, StopReason::Empty),
         "{q:?}"
     );
-    let mut accepted = fake.accepted();
+    let mut accepted = fake.accepted_bodies();
     accepted.sort();
     ok.sort();
     assert_eq!(accepted, ok, "each good message once");
@@ -341,7 +361,7 @@ async fn a_failed_fifo_message_holds_back_the_rest_of_its_group() {
             .with_message_id(ShortString::from(format!("id-{i}")));
         broker.publish(&queue, body.as_bytes(), props).await;
     }
-    let fake = FakeSqs::default();
+    let fake = fake_sqs();
     let f = function(
         &[
             ("RABBITMQ_URL", &amqp_url()),
@@ -358,7 +378,7 @@ async fn a_failed_fifo_message_holds_back_the_rest_of_its_group() {
         (6, 3, 3, StopReason::Empty),
         "{q:?}"
     );
-    let groups = fake.groups.lock().expect("lock").clone();
+    let groups = groups(&fake);
     assert_eq!(
         groups,
         vec![
@@ -393,10 +413,15 @@ async fn a_connection_dropped_mid_drain_loses_nothing() {
     // The broker closes the function's connection while SQS takes batch 2.
     let name = unique("rmq-e2e-drop-conn");
     let hook_name = name.clone();
-    let fake = FakeSqs {
-        on_call: Some((2, Arc::new(move || close_connection_named(&hook_name)))),
-        ..FakeSqs::default()
-    };
+    // Call 1 counted from 0: the second batch.
+    let fake = fake_sqs().before_call(1, move || {
+        let hook_name = hook_name.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || close_connection_named(&hook_name))
+                .await
+                .expect("hook");
+        })
+    });
     let f = function(&vars, fake_forwarder(fake.clone(), false)).with_connection_name(name);
     let e = f
         .poll_until(far(), None)
@@ -410,12 +435,12 @@ async fn a_connection_dropped_mid_drain_loses_nothing() {
     assert!(!e.to_string().contains("guest:guest"), "{e}");
 
     // The next poll takes what was not acked, including batch 2 again.
-    let again = FakeSqs::default();
+    let again = fake_sqs();
     let f = function(&vars, fake_forwarder(again.clone(), false));
     let report = poll(&f).await;
     assert_eq!(report.queues[0].stop, StopReason::Empty);
-    let mut everything: Vec<String> = fake.accepted();
-    everything.extend(again.accepted());
+    let mut everything: Vec<String> = fake.accepted_bodies();
+    everything.extend(again.accepted_bodies());
     let distinct: HashSet<&String> = everything.iter().collect();
     assert_eq!(
         distinct.len(),
@@ -437,10 +462,7 @@ async fn a_deadline_reached_mid_drain_stops_cleanly() {
     }
     // The first SQS call ends after the stop instant: the batch in hand is
     // settled, and no other is taken.
-    let fake = FakeSqs {
-        delay: Duration::from_millis(2500),
-        ..FakeSqs::default()
-    };
+    let fake = fake_sqs().delay(Duration::from_millis(2500));
     let f = function(
         &[
             ("RABBITMQ_URL", &amqp_url()),
@@ -453,7 +475,7 @@ async fn a_deadline_reached_mid_drain_stops_cleanly() {
     let report = f.poll_until(stop_at, None).await.expect("a clean stop");
     let q = &report.queues[0];
     assert_eq!(q.stop, StopReason::Deadline, "{q:?}");
-    let accepted = fake.accepted();
+    let accepted = fake.accepted_bodies();
     assert!(!accepted.is_empty() && accepted.len() < 20, "{q:?}");
     assert_eq!(q.sent as usize, accepted.len());
     let left = broker.take_all(&queue).await;
@@ -473,7 +495,7 @@ async fn an_empty_queue_returns_at_once() {
     let mut broker = Broker::new().await;
     let queue = broker.queue("rmq-e2e-empty", false).await;
     let other = broker.queue("rmq-e2e-empty2", false).await;
-    let fake = FakeSqs::default();
+    let fake = fake_sqs();
     let f = function(
         &[
             ("RABBITMQ_URL", &amqp_url()),
@@ -486,14 +508,14 @@ async fn an_empty_queue_returns_at_once() {
     for q in &report.queues {
         assert_eq!((q.received, q.stop), (0, StopReason::Empty), "{q:?}");
     }
-    assert_eq!(fake.calls.load(Ordering::SeqCst), 0, "no SQS call");
+    assert_eq!(fake.call_count(), 0, "no SQS call");
     broker.cleanup().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_urls_and_wrong_passwords_fail_clearly_without_the_password() {
     let broker = Broker::new().await;
-    let fake = FakeSqs::default();
+    let fake = fake_sqs();
     let refused = |url: &str| {
         function(
             &[("RABBITMQ_URL", url), ("RABBITMQ_QUEUES", "any")],
@@ -604,7 +626,7 @@ async fn the_password_can_come_from_secrets_manager() {
         .expect("function")
     };
 
-    let fake = FakeSqs::default();
+    let fake = fake_sqs();
     let e = with_secret(&bad, fake.clone())
         .poll_until(far(), None)
         .await
@@ -631,7 +653,7 @@ async fn the_password_can_come_from_secrets_manager() {
         .await
         .expect("the secret's password works");
     assert_eq!(report.queues[0].sent, 3);
-    let mut accepted = fake.accepted();
+    let mut accepted = fake.accepted_bodies();
     accepted.sort();
     assert_eq!(accepted, vec!["s-0", "s-1", "s-2"]);
     broker.cleanup().await;
@@ -649,7 +671,7 @@ async fn auto_ack_forwards_and_forgets() {
         };
         broker.publish_text(&queue, &body).await;
     }
-    let fake = FakeSqs::default();
+    let fake = fake_sqs();
     let f = function(
         &[
             ("RABBITMQ_URL", &amqp_url()),
@@ -757,7 +779,7 @@ async fn headers_never_cost_a_message_even_dead_lettered_with_a_long_routing_key
             ("RABBITMQ_QUEUES", &queue),
             ("DELIVERY_MODE", "exactly-once"),
         ],
-        fake_forwarder(FakeSqs::default(), true),
+        fake_forwarder(fake_sqs(), true),
     );
     let q = poll(&rejecting).await.queues[0].clone();
     assert_eq!((q.received, q.rejected), (3, 3), "{q:?}");

@@ -10,7 +10,7 @@ use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::{Handler, Settings};
 use libfuzzer_sys::fuzz_target;
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 fuzz_target!(|data: &[u8]| {
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     let request: Request = event.into();
     let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
     let forwarder = Forwarder::new(
-        Accepting::default(),
+        FakeSqs::new(),
         SendSettings::default(),
         EncodeRules::default(),
     );

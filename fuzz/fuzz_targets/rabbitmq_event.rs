@@ -7,7 +7,7 @@ use std::time::Duration;
 use libfuzzer_sys::fuzz_target;
 use rabbitmq_to_sqs::{Function, Settings};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 fuzz_target!(|data: &[u8]| {
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
     let forwarder = Forwarder::new(
-        Accepting::default(),
+        FakeSqs::new(),
         SendSettings::default(),
         EncodeRules::default(),
     );

@@ -105,6 +105,7 @@ pub mod retry;
 pub mod send;
 pub mod sink;
 pub mod startup;
+#[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod test_support;
 pub mod transport;

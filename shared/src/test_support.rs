@@ -1,44 +1,13 @@
 //! Helpers for the tests of this workspace's crates; not part of the API.
+//! Behind the `test-support` feature, which only dev-dependencies (and the
+//! test-only crates `tests/` and `fuzz/`) enable: the functions' binaries
+//! never carry it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+pub mod fake_sqs;
 
 use crate::env::{Allowed, Variable};
-use crate::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
 
-/// A transport that accepts every entry (message id `m`) and counts them:
-/// the SQS of tests that care what a handler sends, not how.
-#[derive(Debug, Default)]
-pub struct Accepting {
-    sent: AtomicUsize,
-}
-
-impl Accepting {
-    /// Entries accepted so far.
-    pub fn sent(&self) -> usize {
-        self.sent.load(Ordering::SeqCst)
-    }
-}
-
-impl Transport for Accepting {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            self.sent.fetch_add(items.len(), Ordering::SeqCst);
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let sent = EntryResult::Sent {
-                        message_id: "m".into(),
-                        sequence_number: None,
-                    };
-                    (i.id.clone(), sent)
-                })
-                .collect())
-        })
-    }
-}
+pub use fake_sqs::{Attempt, Call, FakeSqs, Reply, Seen};
 
 /// Cases for a fuzz-style property test: `PROPTEST_CASES` when set (for
 /// long runs), else `default` (a short smoke in the normal test run).

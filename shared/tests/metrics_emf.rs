@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Endpoint, settings};
+use common::{endpoint, settings};
 use sqs_forwarder::config::LogFormat;
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::{Forwarder, Message, OversizePolicy, observability};
@@ -11,7 +11,7 @@ use sqs_forwarder::{Forwarder, Message, OversizePolicy, observability};
 #[tokio::test]
 async fn metrics_are_written_as_emf() {
     let obs = observability::init(LogFormat::Text, "SqsForwarderTest", "policies");
-    let endpoint = Endpoint::default();
+    let endpoint = endpoint();
     let fwd = Forwarder::new(
         endpoint,
         settings(OversizePolicy::Drop),

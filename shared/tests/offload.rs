@@ -9,53 +9,25 @@ use std::time::Duration;
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::limits::{Limits, message_size};
 use sqs_forwarder::offload::{POINTER_CLASS, pointer_body};
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use sqs_forwarder::test_support::FakeSqs;
+use sqs_forwarder::transport::BoxFuture;
 use sqs_forwarder::{
     Attribute, AttributeValue, Entry, Failure, Forwarder, Message, OffloadSettings, OversizePolicy,
     PayloadStore, SendSettings, SizeAttribute, SqsSink,
 };
 use tokio::time::Instant;
 
-/// Accepts every entry and keeps every call's entries.
-#[derive(Clone, Default)]
-struct Sqs {
-    calls: Arc<Mutex<Vec<Vec<Entry>>>>,
+/// Every call's entries, from a fake SQS that accepts every entry.
+fn calls(sqs: &FakeSqs) -> Vec<Vec<Entry>> {
+    sqs.calls()
+        .iter()
+        .map(|c| c.entries.iter().map(|s| (*s.entry).clone()).collect())
+        .collect()
 }
 
-impl Sqs {
-    fn calls(&self) -> Vec<Vec<Entry>> {
-        self.calls.lock().expect("lock").clone()
-    }
-
-    fn entries(&self) -> Vec<Entry> {
-        self.calls().into_iter().flatten().collect()
-    }
-}
-
-impl Transport for Sqs {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            self.calls
-                .lock()
-                .expect("lock")
-                .push(items.iter().map(|i| (*i.entry).clone()).collect());
-            Ok(items
-                .iter()
-                .map(|i| {
-                    (
-                        i.id.clone(),
-                        EntryResult::Sent {
-                            message_id: format!("m-{}", i.id),
-                            sequence_number: None,
-                        },
-                    )
-                })
-                .collect())
-        })
-    }
+/// Every entry of every call.
+fn all_entries(sqs: &FakeSqs) -> Vec<Entry> {
+    calls(sqs).into_iter().flatten().collect()
 }
 
 /// What the fake S3 does with a put.
@@ -132,7 +104,7 @@ fn settings(offload: OffloadSettings) -> SendSettings {
     }
 }
 
-fn forwarder(sqs: &Sqs, s3: &S3, offload: OffloadSettings) -> Forwarder<Sqs> {
+fn forwarder(sqs: &FakeSqs, s3: &S3, offload: OffloadSettings) -> Forwarder<FakeSqs> {
     Forwarder::new(sqs.clone(), settings(offload), EncodeRules::default())
         .with_payload_store(s3.clone())
 }
@@ -155,7 +127,7 @@ fn attribute<'e>(entry: &'e Entry, name: &str) -> Option<&'e AttributeValue> {
 
 #[tokio::test]
 async fn only_messages_above_the_limit_go_to_s3_and_pointers_pack_with_the_rest() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Store));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Store));
     let fwd = forwarder(
         &sqs,
         &s3,
@@ -176,7 +148,7 @@ async fn only_messages_above_the_limit_go_to_s3_and_pointers_pack_with_the_rest(
     assert!(out.iter().all(|o| o.outcome.is_sent()), "{out:?}");
     // Two payloads in S3, one call for all five messages.
     assert_eq!(s3.len(), 2);
-    let calls = sqs.calls();
+    let calls = calls(&sqs);
     assert_eq!(calls.len(), 1);
     let entries = &calls[0];
     assert_eq!(entries[0].body, "small");
@@ -217,7 +189,7 @@ async fn only_messages_above_the_limit_go_to_s3_and_pointers_pack_with_the_rest(
 
 #[tokio::test]
 async fn a_lower_threshold_and_always() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Store));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Store));
     let fwd = forwarder(
         &sqs,
         &s3,
@@ -232,13 +204,13 @@ async fn a_lower_threshold_and_always() {
     let above = Message::new("b".repeat(1025 - 8), 1).attribute(Attribute::string("k", "v"));
     let out = fwd.send_all(vec![at, above], None).await;
     assert!(out.iter().all(|o| o.outcome.is_sent()));
-    let entries = sqs.entries();
+    let entries = all_entries(&sqs);
     assert!(entries[0].body.starts_with('a'));
     assert!(attribute(&entries[1], "SQSLargePayloadSize").is_some());
     assert!(attribute(&entries[1], "ExtendedPayloadSize").is_none());
     assert_eq!(s3.len(), 1);
 
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Store));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Store));
     let fwd = forwarder(
         &sqs,
         &s3,
@@ -252,7 +224,7 @@ async fn a_lower_threshold_and_always() {
         .await;
     assert!(out.iter().all(|o| o.outcome.is_sent()));
     assert_eq!(s3.len(), 2);
-    for e in sqs.entries() {
+    for e in all_entries(&sqs) {
         let key = key_of(&e.body);
         assert!(["tiny", "t2"].contains(&s3.get(&key).expect("stored").as_str()));
     }
@@ -260,7 +232,7 @@ async fn a_lower_threshold_and_always() {
 
 #[tokio::test]
 async fn a_failed_put_fails_that_message_only_and_retryable() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::FailSome));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::FailSome));
     let fwd = forwarder(&sqs, &s3, OffloadSettings::default());
     let out = fwd
         .send_all(
@@ -278,14 +250,14 @@ async fn a_failed_put_fails_that_message_only_and_retryable() {
     assert_eq!(out[0].attempts, 0);
     assert!(out[1].outcome.is_sent() && out[2].outcome.is_sent());
     // The failed payload never reached SQS in any form.
-    let entries = sqs.entries();
+    let entries = all_entries(&sqs);
     assert_eq!(entries.len(), 2);
     assert!(entries.iter().all(|e| !e.body.contains("fail")));
 }
 
 #[tokio::test]
 async fn fifo_a_failed_put_blocks_its_groups_later_messages_only() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::FailSome));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::FailSome));
     let rules = EncodeRules {
         fifo: true,
         content_based_deduplication: Some(true),
@@ -315,14 +287,14 @@ async fn fifo_a_failed_put_blocks_its_groups_later_messages_only() {
         assert_eq!((f.code.as_str(), f.retryable), ("GroupBlocked", true));
     }
     assert!(out[4].outcome.is_sent());
-    let mut bodies: Vec<String> = sqs.entries().into_iter().map(|e| e.body).collect();
+    let mut bodies: Vec<String> = all_entries(&sqs).into_iter().map(|e| e.body).collect();
     bodies.sort();
     assert_eq!(bodies, ["a-first", "b-only"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_put_that_hangs_ends_at_the_call_timeout() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Hang));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Hang));
     let fwd = forwarder(&sqs, &s3, OffloadSettings::default());
     let out = fwd
         .send_all(
@@ -338,7 +310,7 @@ async fn a_put_that_hangs_ends_at_the_call_timeout() {
 
 #[tokio::test(start_paused = true)]
 async fn a_put_honours_the_deadline() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Hang));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Hang));
     let fwd = forwarder(&sqs, &s3, OffloadSettings::default());
     let deadline = Instant::now() + Duration::from_millis(300);
     let out = fwd
@@ -349,7 +321,7 @@ async fn a_put_honours_the_deadline() {
     assert!(f.message.contains("300 ms"), "{}", f.message);
 
     // No time left at all: not even tried.
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Store));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Store));
     let fwd = forwarder(&sqs, &s3, OffloadSettings::default());
     let out = fwd
         .send_all(
@@ -364,7 +336,7 @@ async fn a_put_honours_the_deadline() {
 
 #[tokio::test]
 async fn what_cannot_be_offloaded_fails_for_good() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Store));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Store));
     let fwd = forwarder(&sqs, &s3, OffloadSettings::default());
     let ten = (0..10).fold(Message::new("t".repeat(4000), 0), |m, i| {
         m.attribute(Attribute::string(format!("a{i}"), "v"))
@@ -406,7 +378,7 @@ async fn what_cannot_be_offloaded_fails_for_good() {
 
 #[tokio::test]
 async fn without_a_store_nothing_is_lost() {
-    let sqs = Sqs::default();
+    let sqs = FakeSqs::new();
     let fwd = Forwarder::new(
         sqs.clone(),
         settings(OffloadSettings::default()),
@@ -438,7 +410,7 @@ fn the_pointer_body_has_the_bucket_and_key() {
 
 #[tokio::test]
 async fn the_sink_offloads_too() {
-    let (sqs, s3) = (Sqs::default(), S3::new(Behaviour::Store));
+    let (sqs, s3) = (FakeSqs::new(), S3::new(Behaviour::Store));
     let sink = SqsSink::builder(sqs.clone())
         .max_record_size_in_bytes(LIMIT)
         .offload(OffloadSettings::default(), s3.clone())
@@ -454,7 +426,7 @@ async fn the_sink_offloads_too() {
         assert!(outcome.outcome.is_sent(), "{outcome:?}");
     }
     sink.close().await.expect("closed");
-    let entries = sqs.entries();
+    let entries = all_entries(&sqs);
     assert_eq!(entries.len(), 2);
     let key = key_of(&entries[0].body);
     assert_eq!(s3.get(&key), Some("z".repeat(3 * LIMIT)));

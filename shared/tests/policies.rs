@@ -3,10 +3,9 @@
 
 mod common;
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::{Endpoint, settings};
+use common::{bodies, endpoint, settings};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::{
     Forwarder, Message, Outcome, OversizePolicy, SinkError, SqsSink, deadline_from_epoch_millis,
@@ -14,7 +13,7 @@ use sqs_forwarder::{
 
 #[tokio::test]
 async fn oversize_fail_and_drop() {
-    let endpoint = Endpoint::default();
+    let endpoint = endpoint();
     let fail = Forwarder::new(
         endpoint.clone(),
         settings(OversizePolicy::Fail),
@@ -47,19 +46,12 @@ async fn oversize_fail_and_drop() {
         matches!(&out[1].outcome, Outcome::Dropped { reason } if reason.contains("1025 bytes"))
     );
     // Neither policy ever sends the oversize message.
-    assert!(
-        endpoint
-            .bodies
-            .lock()
-            .expect("lock")
-            .iter()
-            .all(|b| b.len() == 1024)
-    );
+    assert!(bodies(&endpoint).iter().all(|b| b.len() == 1024));
 }
 
 #[tokio::test]
 async fn the_encoding_marker_counts_towards_the_limit() {
-    let endpoint = Endpoint::default();
+    let endpoint = endpoint();
     let fwd = Forwarder::new(
         endpoint,
         settings(OversizePolicy::Fail),
@@ -81,10 +73,7 @@ async fn the_encoding_marker_counts_towards_the_limit() {
 
 #[tokio::test]
 async fn sink_applies_backpressure_and_bounds_in_flight_calls() {
-    let endpoint = Endpoint {
-        delay: Duration::from_millis(20),
-        ..Endpoint::default()
-    };
+    let endpoint = endpoint().delay(Duration::from_millis(20));
     let sink = SqsSink::builder(endpoint.clone())
         .max_batch_size(2)
         .max_in_flight_requests(3)
@@ -106,7 +95,7 @@ async fn sink_applies_backpressure_and_bounds_in_flight_calls() {
         assert_eq!(o.position, i);
         assert!(o.outcome.is_sent());
     }
-    assert!(endpoint.max_seen_in_flight.load(Ordering::SeqCst) <= 3);
+    assert!(endpoint.max_in_flight() <= 3);
     // 20 messages, at most 4 buffered at once, 20 ms per call: sends had to
     // wait for room, so this took several call rounds.
     assert!(
@@ -114,12 +103,12 @@ async fn sink_applies_backpressure_and_bounds_in_flight_calls() {
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(endpoint.bodies.lock().expect("lock").len(), 20);
+    assert_eq!(bodies(&endpoint).len(), 20);
 }
 
 #[tokio::test]
 async fn sink_fail_on_error_stops_later_sends() {
-    let endpoint = Endpoint::default();
+    let endpoint = endpoint();
     let sink = SqsSink::builder(endpoint.clone())
         .fail_on_error(true)
         .build();
@@ -196,7 +185,7 @@ async fn lambda_deadline_keeps_the_margin() {
         Duration::ZERO
     );
     let fwd = Forwarder::new(
-        Endpoint::default(),
+        endpoint(),
         settings(OversizePolicy::Fail),
         EncodeRules::default(),
     );

@@ -19,7 +19,8 @@ use sqs_forwarder::batch::{FifoOrder, pack_in_order};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::limits::{Limits, message_size};
 use sqs_forwarder::outcome::{Failure, Outcome};
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::transport::CallError;
 use sqs_forwarder::{Attribute, Forwarder, Message, RetryPolicy, SendSettings, Window};
 
 /// What the fake endpoint saw and did.
@@ -30,91 +31,76 @@ struct Log {
     violations: Vec<String>,
 }
 
-/// A fake SQS endpoint that fails entries and calls at random.
-struct Fake {
-    limits: Limits,
-    entry_failure_pct: u8,
-    call_failure_pct: u8,
-    rng: Mutex<fastrand::Rng>,
-    log: Arc<Mutex<Log>>,
-}
-
-impl Transport for Fake {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            // Calls finish in random order, as real ones do.
-            let pause = self.rng.lock().expect("rng").u64(0..3_000);
-            tokio::time::sleep(Duration::from_micros(pause)).await;
-            let mut log = self.log.lock().expect("log");
-            let mut rng = self.rng.lock().expect("rng");
-            let mut call = Vec::new();
-            let mut total = 0;
-            for item in items {
-                let size = message_size(&item.entry.body, &item.entry.attributes);
-                if size != item.entry.size {
-                    log.violations.push(format!(
-                        "entry {} claims {} bytes, is {size}",
-                        item.id, item.entry.size
-                    ));
-                }
-                if size > self.limits.max_message_bytes {
-                    log.violations
-                        .push(format!("entry {} is {size} bytes", item.id));
-                }
-                total += size;
-                let index: usize = item.id.parse().expect("ids are input indexes");
-                call.push((index, size));
-            }
-            if items.is_empty() || items.len() > self.limits.max_entries {
-                log.violations
-                    .push(format!("call with {} entries", items.len()));
-            }
-            if total > self.limits.max_request_bytes {
-                log.violations.push(format!("call with {total} bytes"));
-            }
-            log.calls.push(call.clone());
-            if rng.u8(0..100) < self.call_failure_pct {
+/// A fake SQS endpoint that fails entries and calls at random; calls finish
+/// in random order, as real ones do. Entry ids are input indexes, message
+/// ids `m-{index}`.
+fn fake(seed: u64, entry_failure_pct: u8, call_failure_pct: u8) -> FakeSqs {
+    let rng = Arc::new(Mutex::new(fastrand::Rng::with_seed(seed)));
+    let (pause, call, entry) = (Arc::clone(&rng), Arc::clone(&rng), rng);
+    FakeSqs::new()
+        .message_ids(|_, id| format!("m-{id}"))
+        .delay_with(move |_| Duration::from_micros(pause.lock().expect("rng").u64(0..3_000)))
+        .fail_calls(move |_| {
+            let mut rng = call.lock().expect("rng");
+            (rng.u8(0..100) < call_failure_pct).then(|| {
                 let f = if rng.bool() {
                     Failure::transient("ServiceUnavailable", "try later")
                 } else {
                     Failure::transient("RequestThrottled", "slow down")
                 };
-                return Err(CallError::Failed(f));
-            }
-            let mut out = Vec::new();
-            for (index, _) in call {
-                let id = index.to_string();
-                if rng.u8(0..100) < self.entry_failure_pct {
-                    let (code, sender_fault) = match rng.u8(0..3) {
-                        0 => ("InternalError", false),
-                        1 => ("RequestThrottled", true),
-                        _ => ("InvalidParameterValue", true),
-                    };
-                    out.push((
-                        id,
-                        EntryResult::Failed {
-                            code: code.into(),
-                            message: String::new(),
-                            sender_fault,
-                        },
-                    ));
-                } else {
-                    log.accepted.push(index);
-                    out.push((
-                        id,
-                        EntryResult::Sent {
-                            message_id: format!("m-{index}"),
-                            sequence_number: None,
-                        },
-                    ));
-                }
-            }
-            Ok(out)
+                CallError::Failed(f)
+            })
         })
+        .answer(move |_| {
+            let mut rng = entry.lock().expect("rng");
+            (rng.u8(0..100) < entry_failure_pct).then(|| {
+                let (code, sender_fault) = match rng.u8(0..3) {
+                    0 => ("InternalError", false),
+                    1 => ("RequestThrottled", true),
+                    _ => ("InvalidParameterValue", true),
+                };
+                Reply::fail(code, sender_fault)
+            })
+        })
+}
+
+/// What the fake saw, checked against the limits the way SQS counts.
+fn log(fake: &FakeSqs, limits: &Limits) -> Log {
+    let mut log = Log::default();
+    for c in fake.calls() {
+        let mut call = Vec::new();
+        let mut total = 0;
+        for item in &c.entries {
+            let size = message_size(&item.body, &item.attributes);
+            if size != item.size {
+                log.violations.push(format!(
+                    "entry {} claims {} bytes, is {size}",
+                    item.id, item.size
+                ));
+            }
+            if size > limits.max_message_bytes {
+                log.violations
+                    .push(format!("entry {} is {size} bytes", item.id));
+            }
+            total += size;
+            let index: usize = item.id.parse().expect("ids are input indexes");
+            call.push((index, size));
+        }
+        if c.entries.is_empty() || c.entries.len() > limits.max_entries {
+            log.violations
+                .push(format!("call with {} entries", c.entries.len()));
+        }
+        if total > limits.max_request_bytes {
+            log.violations.push(format!("call with {total} bytes"));
+        }
+        log.calls.push(call);
     }
+    log.accepted = fake
+        .accepted()
+        .iter()
+        .map(|s| s.id.parse().expect("ids are input indexes"))
+        .collect();
+    log
 }
 
 /// The fewest contiguous calls, by dynamic programming.
@@ -205,15 +191,8 @@ fn forwarder(
     call_pct: u8,
     fifo: bool,
     order: FifoOrder,
-) -> (Forwarder<Fake>, Arc<Mutex<Log>>) {
-    let log = Arc::new(Mutex::new(Log::default()));
-    let fake = Fake {
-        limits: case.limits,
-        entry_failure_pct: entry_pct,
-        call_failure_pct: call_pct,
-        rng: Mutex::new(fastrand::Rng::with_seed(case.seed)),
-        log: Arc::clone(&log),
-    };
+) -> (Forwarder<FakeSqs>, FakeSqs) {
+    let fake = fake(case.seed, entry_pct, call_pct);
     let settings = SendSettings {
         limits: case.limits,
         max_in_flight: case.in_flight,
@@ -236,7 +215,7 @@ fn forwarder(
         fifo,
         ..EncodeRules::default()
     };
-    (Forwarder::new(fake, settings, rules), log)
+    (Forwarder::new(fake.clone(), settings, rules), fake)
 }
 
 fn run<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -275,11 +254,11 @@ proptest! {
 
     #[test]
     fn without_failures_every_message_is_sent_in_the_fewest_calls(case in case()) {
-        let (fwd, log) = forwarder(&case, 0, 0, false, FifoOrder::Batched);
+        let (fwd, fake) = forwarder(&case, 0, 0, false, FifoOrder::Batched);
         let msgs = messages(&case, false);
         let n = msgs.len();
         let outcomes = run(fwd.send_all(msgs, None));
-        let log = log.lock().expect("log");
+        let log = log(&fake, &case.limits);
         prop_assert!(log.violations.is_empty(), "{:?}", log.violations);
         prop_assert_eq!(outcomes.len(), n);
         let largest = case.limits.largest_message();
@@ -307,11 +286,11 @@ proptest! {
     fn under_failures_every_message_gets_exactly_one_truthful_outcome(
         case in case(), entry_pct in 0u8..60, call_pct in 0u8..40,
     ) {
-        let (fwd, log) = forwarder(&case, entry_pct, call_pct, false, FifoOrder::Batched);
+        let (fwd, fake) = forwarder(&case, entry_pct, call_pct, false, FifoOrder::Batched);
         let msgs = messages(&case, false);
         let n = msgs.len();
         let outcomes = run(fwd.send_all(msgs, None));
-        let log = log.lock().expect("log");
+        let log = log(&fake, &case.limits);
         prop_assert!(log.violations.is_empty(), "{:?}", log.violations);
         prop_assert_eq!(outcomes.len(), n);
         let mut accepted: HashMap<usize, usize> = HashMap::new();
@@ -341,12 +320,12 @@ proptest! {
     fn strict_fifo_keeps_group_order_under_failures(
         case in case(), entry_pct in 0u8..60, call_pct in 0u8..40,
     ) {
-        let (fwd, log) = forwarder(&case, entry_pct, call_pct, true, FifoOrder::Strict);
+        let (fwd, fake) = forwarder(&case, entry_pct, call_pct, true, FifoOrder::Strict);
         let msgs = messages(&case, true);
         let groups: Vec<u8> = case.bodies.iter().map(|b| b.2).collect();
         let n = msgs.len();
         let outcomes = run(fwd.send_all(msgs, None));
-        let log = log.lock().expect("log");
+        let log = log(&fake, &case.limits);
         prop_assert!(log.violations.is_empty(), "{:?}", log.violations);
         prop_assert_eq!(outcomes.len(), n);
         for call in &log.calls {
@@ -380,11 +359,11 @@ proptest! {
     fn batched_fifo_keeps_group_order_when_only_calls_fail(case in case(), call_pct in 0u8..50) {
         // Whole-call failures never split a group inside a call, so batched
         // mode keeps order too; only partial failures inside a call can't.
-        let (fwd, log) = forwarder(&case, 0, call_pct, true, FifoOrder::Batched);
+        let (fwd, fake) = forwarder(&case, 0, call_pct, true, FifoOrder::Batched);
         let msgs = messages(&case, true);
         let groups: Vec<u8> = case.bodies.iter().map(|b| b.2).collect();
         let outcomes = run(fwd.send_all(msgs, None));
-        let log = log.lock().expect("log");
+        let log = log(&fake, &case.limits);
         prop_assert!(log.violations.is_empty(), "{:?}", log.violations);
         prop_assert_eq!(outcomes.len(), groups.len());
         let mut last: HashMap<u8, usize> = HashMap::new();

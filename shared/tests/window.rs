@@ -9,54 +9,30 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Forwarder, Message, Outcome, SendSettings, Window};
 
-/// Accepts everything, 10 ms late; counts calls and keeps what arrived,
-/// or fails, once, the bodies listed in `fail_once`.
-#[derive(Clone, Default)]
-struct SlowSqs {
-    calls: Arc<AtomicUsize>,
-    arrived: Arc<Mutex<Vec<u64>>>,
-    fail_once: Arc<Mutex<Vec<u64>>>,
+/// Accepts everything, 10 ms late; or fails, once, the numbers in
+/// `fail_once` (retryable).
+fn slow_sqs(fail_once: Vec<u64>) -> FakeSqs {
+    let fail_once: std::collections::HashSet<u64> = fail_once.into_iter().collect();
+    FakeSqs::new().delay(Duration::from_millis(10)).fail_where(
+        move |a| a.attempt == 1 && fail_once.contains(&number(a.body())),
+        Reply::INTERNAL.with_message("try again"),
+    )
 }
 
-impl Transport for SlowSqs {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            let mut out = Vec::with_capacity(items.len());
-            for item in items {
-                let n: u64 = item.entry.body[..20].trim().parse().unwrap_or(u64::MAX);
-                let mut fail = self.fail_once.lock().expect("lock");
-                let result = if let Some(i) = fail.iter().position(|f| *f == n) {
-                    fail.swap_remove(i);
-                    EntryResult::Failed {
-                        code: "InternalError".into(),
-                        message: "try again".into(),
-                        sender_fault: false,
-                    }
-                } else {
-                    self.arrived.lock().expect("lock").push(n);
-                    EntryResult::Sent {
-                        message_id: format!("m-{n}"),
-                        sequence_number: None,
-                    }
-                };
-                out.push((item.id.clone(), result));
-            }
-            Ok(out)
-        })
-    }
+/// The number a body starts with.
+fn number(body: &str) -> u64 {
+    body[..20].trim().parse().unwrap_or(u64::MAX)
+}
+
+/// The numbers accepted, each as often as it was.
+fn arrived(sqs: &FakeSqs) -> Vec<u64> {
+    sqs.accepted().iter().map(|s| number(&s.body)).collect()
 }
 
 /// A body of `size` bytes that starts with its number.
@@ -78,7 +54,7 @@ struct Held {
 /// Forward `count` messages of `size` bytes and return what was held at most
 /// (messages, bytes), the outcomes by number, and the tally.
 async fn run(
-    fwd: &Forwarder<SlowSqs>,
+    fwd: &Forwarder<FakeSqs>,
     count: u64,
     size: usize,
 ) -> (usize, usize, Vec<Option<Outcome>>, sqs_forwarder::Tally) {
@@ -120,7 +96,7 @@ async fn run(
     (held.most.get(), held.most_bytes.get(), outcomes, tally)
 }
 
-fn forwarder(sqs: SlowSqs, window: Window) -> Forwarder<SlowSqs> {
+fn forwarder(sqs: FakeSqs, window: Window) -> Forwarder<FakeSqs> {
     let settings = SendSettings {
         window,
         ..SendSettings::default()
@@ -130,7 +106,7 @@ fn forwarder(sqs: SlowSqs, window: Window) -> Forwarder<SlowSqs> {
 
 #[tokio::test(start_paused = true)]
 async fn two_hundred_thousand_messages_never_hold_more_than_the_window() {
-    let sqs = SlowSqs::default();
+    let sqs = slow_sqs(Vec::new());
     let window = Window {
         max_messages: 500,
         max_bytes: 8 * 1_048_576,
@@ -155,16 +131,16 @@ async fn two_hundred_thousand_messages_never_hold_more_than_the_window() {
             .iter()
             .all(|o| matches!(o, Some(Outcome::Sent { .. })))
     );
-    let mut arrived = sqs.arrived.lock().expect("lock").clone();
+    let mut arrived = arrived(&sqs);
     arrived.sort_unstable();
     assert_eq!(arrived, (0..200_000).collect::<Vec<u64>>(), "each once");
     // Streaming costs no call: as few as the input order allows.
-    assert_eq!(sqs.calls.load(Ordering::SeqCst), 20_000);
+    assert_eq!(sqs.call_count(), 20_000);
 }
 
 #[tokio::test(start_paused = true)]
 async fn large_messages_are_bounded_by_bytes() {
-    let sqs = SlowSqs::default();
+    let sqs = slow_sqs(Vec::new());
     let window = Window {
         max_messages: 100_000,
         max_bytes: 8 * 1_048_576,
@@ -182,12 +158,12 @@ async fn large_messages_are_bounded_by_bytes() {
     );
     assert_eq!(tally.summary.sent, 2_000);
     // 10 messages of 100,000 bytes fit one 1 MiB call.
-    assert_eq!(sqs.calls.load(Ordering::SeqCst), 200);
+    assert_eq!(sqs.call_count(), 200);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_window_too_small_for_the_calls_in_flight_is_raised() {
-    let sqs = SlowSqs::default();
+    let sqs = slow_sqs(Vec::new());
     // 5 messages could not fill MAX_IN_FLIGHT (4) + 1 calls of 10.
     let window = Window {
         max_messages: 5,
@@ -199,13 +175,12 @@ async fn a_window_too_small_for_the_calls_in_flight_is_raised() {
     let (most, _, _, tally) = run(&fwd, 10_000, 40).await;
     assert!(most <= 51, "held {most}");
     assert_eq!(tally.summary.sent, 10_000);
-    assert_eq!(sqs.calls.load(Ordering::SeqCst), 1_000, "full calls only");
+    assert_eq!(sqs.call_count(), 1_000, "full calls only");
 }
 
 #[tokio::test(start_paused = true)]
 async fn retried_messages_stay_in_the_window_and_arrive_once() {
-    let sqs = SlowSqs::default();
-    *sqs.fail_once.lock().expect("lock") = (0..50_000).step_by(7).collect();
+    let sqs = slow_sqs((0..50_000).step_by(7).collect());
     let window = Window {
         max_messages: 300,
         max_bytes: 8 * 1_048_576,
@@ -219,14 +194,14 @@ async fn retried_messages_stay_in_the_window_and_arrive_once() {
             .iter()
             .all(|o| matches!(o, Some(Outcome::Sent { .. })))
     );
-    let mut arrived = sqs.arrived.lock().expect("lock").clone();
+    let mut arrived = arrived(&sqs);
     arrived.sort_unstable();
     assert_eq!(arrived, (0..50_000).collect::<Vec<u64>>());
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_deadline_reports_what_the_source_still_holds() {
-    let sqs = SlowSqs::default();
+    let sqs = slow_sqs(Vec::new());
     let fwd = forwarder(sqs.clone(), Window::default());
     // 10 ms per call, 4 in flight: about 4,000 messages a second.
     let deadline = tokio::time::Instant::now() + Duration::from_millis(500);
@@ -252,5 +227,5 @@ async fn the_deadline_reports_what_the_source_still_holds() {
         .count();
     assert!(sent > 0 && sent < 100_000, "sent {sent}");
     assert_eq!(sent + late, 100_000);
-    assert_eq!(sent, sqs.arrived.lock().expect("lock").len());
+    assert_eq!(sent, arrived(&sqs).len());
 }

@@ -2,8 +2,7 @@
 //! (`RABBITMQ_TEST_URL`, default amqp://guest:guest@127.0.0.1:5672/%2f), the
 //! function under test, and a fake SQS.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lapin::options::{
@@ -15,7 +14,6 @@ use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use rabbitmq_to_sqs::drain::PollReport;
 use rabbitmq_to_sqs::{Function, Settings};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
 use sqs_forwarder::{Env, Forwarder, RetryPolicy, SendSettings, Transport};
 use tokio::time::Instant;
 
@@ -275,81 +273,4 @@ pub fn far() -> Instant {
 /// Poll until [`far`]; panics on an error.
 pub async fn poll<T: Transport>(f: &Function<T>) -> PollReport {
     f.poll_until(far(), None).await.expect("poll")
-}
-
-/// A fake SQS: records the bodies it accepts; fails bodies containing
-/// "retry-me" (retryable) or "poison" (the message's fault); may sleep per
-/// call, or run a hook on a given call.
-#[derive(Clone, Default)]
-pub struct FakeSqs {
-    /// Bodies accepted, in order.
-    pub accepted: Arc<Mutex<Vec<String>>>,
-    /// (group id, body) of accepted FIFO messages.
-    pub groups: Arc<Mutex<Vec<(String, String)>>>,
-    /// Calls made.
-    pub calls: Arc<AtomicUsize>,
-    /// Sleep per call.
-    pub delay: Duration,
-    /// Run this (blocking) on the n-th call, counted from 1, before answering.
-    pub on_call: Option<(usize, Arc<dyn Fn() + Send + Sync>)>,
-}
-
-impl FakeSqs {
-    /// The bodies accepted so far.
-    pub fn accepted(&self) -> Vec<String> {
-        self.accepted.lock().expect("lock").clone()
-    }
-}
-
-impl Transport for FakeSqs {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-            if let Some((at, hook)) = &self.on_call
-                && *at == n
-            {
-                let hook = Arc::clone(hook);
-                tokio::task::spawn_blocking(move || hook())
-                    .await
-                    .expect("hook");
-            }
-            if !self.delay.is_zero() {
-                tokio::time::sleep(self.delay).await;
-            }
-            let mut out = Vec::new();
-            for i in items {
-                let body = &i.entry.body;
-                let result = if body.contains("retry-me") {
-                    EntryResult::Failed {
-                        code: "InternalError".into(),
-                        message: "injected".into(),
-                        sender_fault: false,
-                    }
-                } else if body.contains("poison") {
-                    EntryResult::Failed {
-                        code: "InvalidParameterValue".into(),
-                        message: "injected".into(),
-                        sender_fault: true,
-                    }
-                } else {
-                    self.accepted.lock().expect("lock").push(body.clone());
-                    if let Some(g) = &i.entry.group_id {
-                        self.groups
-                            .lock()
-                            .expect("lock")
-                            .push((g.clone(), body.clone()));
-                    }
-                    EntryResult::Sent {
-                        message_id: format!("m-{n}-{}", i.id),
-                        sequence_number: None,
-                    }
-                };
-                out.push((i.id.clone(), result));
-            }
-            Ok(out)
-        })
-    }
 }

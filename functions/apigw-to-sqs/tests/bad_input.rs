@@ -15,23 +15,23 @@ use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service,
 use apigw_to_sqs::{Handler, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
 };
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 
-fn handler(vars: &[(&str, &str)]) -> Handler<Accepting> {
+fn handler(vars: &[(&str, &str)]) -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
     let forwarder = Forwarder::new(
-        Accepting::default(),
+        FakeSqs::new(),
         SendSettings::default(),
         EncodeRules::default(),
     );
     Handler::new(forwarder, settings, Duration::ZERO)
 }
 
-fn sent(h: &Handler<Accepting>) -> usize {
+fn sent(h: &Handler<FakeSqs>) -> usize {
     h.forwarder().transport().sent()
 }
 
@@ -43,7 +43,7 @@ fn sample(name: &str) -> Value {
 /// The function's answer to a raw event, through the same services as
 /// `main.rs`: the base64 guard, then `lambda_http`'s adapter, then the
 /// handler. The answer as Lambda would return it to API Gateway.
-async fn answer(h: &Handler<Accepting>, event: &Value) -> Value {
+async fn answer(h: &Handler<FakeSqs>, event: &Value) -> Value {
     let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
     let inner =
         service_fn(

@@ -15,7 +15,7 @@ use base64::Engine as _;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::{Accepting, proptest_cases};
+use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 fn config() -> ProptestConfig {
@@ -26,7 +26,7 @@ fn config() -> ProptestConfig {
     }
 }
 
-fn handler(fifo: bool) -> Handler<Accepting> {
+fn handler(fifo: bool) -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(&[
         ("CONTENT_TYPES", "*/*"),
         ("ATTRIBUTE_HEADERS", "x-tenant"),
@@ -37,7 +37,7 @@ fn handler(fifo: bool) -> Handler<Accepting> {
         content_based_deduplication: fifo.then_some(false),
         ..EncodeRules::default()
     };
-    let forwarder = Forwarder::new(Accepting::default(), SendSettings::default(), rules);
+    let forwarder = Forwarder::new(FakeSqs::new(), SendSettings::default(), rules);
     Handler::new(forwarder, settings, Duration::ZERO)
 }
 

@@ -4,86 +4,34 @@
 //! deadline). The same flows against the local SQS are in the workspace's
 //! `tests/apigw_to_sqs.rs`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use apigw_to_sqs::lambda_http::http::{StatusCode, header};
 use apigw_to_sqs::lambda_http::{Body, Context, Request, RequestExt, Response, request};
 use apigw_to_sqs::{Handler, Settings};
 use sqs_forwarder::encode::{EncodeRules, Entry};
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Failure, Forwarder, RetryPolicy, SendSettings, Transport};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::transport::CallError;
+use sqs_forwarder::{Env, Failure, Forwarder, RetryPolicy, SendSettings};
 
-type Answer = Box<dyn Fn(&Entry) -> EntryResult + Send + Sync>;
-
-/// Records every call; answers each entry with `answer`, or fails every call
-/// with `call_error`.
-struct Fake {
-    calls: Mutex<Vec<Vec<Arc<Entry>>>>,
-    answer: Answer,
-    call_error: Option<CallError>,
+/// The workspace's fake SQS, accepting every entry as `fake-id`; it records
+/// every call.
+fn accepting() -> FakeSqs {
+    FakeSqs::new().message_ids(|_, _| "fake-id".into())
 }
 
-impl Fake {
-    fn accepting() -> Self {
-        Fake::answering(|_| EntryResult::Sent {
-            message_id: "fake-id".into(),
-            sequence_number: None,
-        })
-    }
-
-    fn answering(answer: impl Fn(&Entry) -> EntryResult + Send + Sync + 'static) -> Self {
-        Fake {
-            calls: Mutex::new(Vec::new()),
-            answer: Box::new(answer),
-            call_error: None,
-        }
-    }
-
-    fn failing(error: CallError) -> Self {
-        Fake {
-            call_error: Some(error),
-            ..Fake::accepting()
-        }
-    }
-
-    fn entries(&self) -> Vec<Arc<Entry>> {
-        self.calls
-            .lock()
-            .expect("lock")
-            .iter()
-            .flatten()
-            .cloned()
-            .collect()
-    }
-
-    fn call_count(&self) -> usize {
-        self.calls.lock().expect("lock").len()
-    }
+/// A fake SQS that fails every call with `error`.
+fn failing(error: CallError) -> FakeSqs {
+    accepting().fail_calls(move |_| Some(error.clone()))
 }
 
-impl Transport for Fake {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            self.calls
-                .lock()
-                .expect("lock")
-                .push(items.iter().map(|i| i.entry.clone()).collect());
-            if let Some(e) = &self.call_error {
-                return Err(e.clone());
-            }
-            Ok(items
-                .iter()
-                .map(|i| (i.id.clone(), (self.answer)(&i.entry)))
-                .collect())
-        })
-    }
+/// Every entry of every call, failed calls included.
+fn entries_of(fake: &FakeSqs) -> Vec<Arc<Entry>> {
+    fake.seen().into_iter().map(|s| s.entry).collect()
 }
 
-fn handler_with(fake: Fake, rules: EncodeRules, vars: &[(&str, &str)]) -> Handler<Fake> {
+fn handler_with(fake: FakeSqs, rules: EncodeRules, vars: &[(&str, &str)]) -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("valid settings");
     let send = SendSettings {
         retry: RetryPolicy {
@@ -96,7 +44,7 @@ fn handler_with(fake: Fake, rules: EncodeRules, vars: &[(&str, &str)]) -> Handle
     Handler::new(Forwarder::new(fake, send, rules), settings, Duration::ZERO)
 }
 
-fn handler(fake: Fake) -> Handler<Fake> {
+fn handler(fake: FakeSqs) -> Handler<FakeSqs> {
     handler_with(fake, EncodeRules::default(), &[])
 }
 
@@ -163,11 +111,11 @@ async fn every_sample_event_gets_its_answer() {
     assert_eq!(samples, listed, "every apigw sample event is tested here");
 
     for (name, status, sent, code) in cases {
-        let h = handler(Fake::accepting());
+        let h = handler(accepting());
         let response = h.handle(event(name)).await;
         assert_eq!(response.status().as_u16(), *status, "{name}");
         let body = json(&response);
-        assert_eq!(h.forwarder().transport().entries().len(), *sent, "{name}");
+        assert_eq!(entries_of(h.forwarder().transport()).len(), *sent, "{name}");
         match code {
             Some(code) => {
                 assert_eq!(body["error"]["code"], *code, "{name}: {body}");
@@ -193,12 +141,9 @@ async fn every_sample_event_gets_its_answer() {
 
 #[tokio::test]
 async fn bodies_reach_the_transport_as_sent() {
-    let h = handler(Fake::accepting());
+    let h = handler(accepting());
     h.handle(event("apigw-http-json-array.json")).await;
-    let bodies: Vec<String> = h
-        .forwarder()
-        .transport()
-        .entries()
+    let bodies: Vec<String> = entries_of(h.forwarder().transport())
         .iter()
         .map(|e| e.body.clone())
         .collect();
@@ -213,15 +158,15 @@ async fn bodies_reach_the_transport_as_sent() {
 
     // Base64 from API Gateway is decoded; bytes that are not text go out
     // base64-encoded with the marker, as the shared policy says.
-    let h = handler(Fake::accepting());
+    let h = handler(accepting());
     h.handle(event("apigw-rest-base64-binary.json")).await;
-    let entries = h.forwarder().transport().entries();
+    let entries = entries_of(h.forwarder().transport());
     assert!(entries[0].encoded);
     assert_eq!(entries[0].body, "iVBORw0KGgoAAAAN//4AQg==");
     // A base64 JSON body is decoded before it is read as JSON.
-    let h = handler(Fake::accepting());
+    let h = handler(accepting());
     h.handle(event("apigw-http-base64-json-array.json")).await;
-    let entries = h.forwarder().transport().entries();
+    let entries = entries_of(h.forwarder().transport());
     assert_eq!(entries[1].body, r#"{"sku": "B-7", "qty": 1}"#);
     assert!(!entries[1].encoded);
 }
@@ -229,13 +174,13 @@ async fn bodies_reach_the_transport_as_sent() {
 #[tokio::test]
 async fn allowed_headers_become_attributes_and_credentials_never_do() {
     let h = handler_with(
-        Fake::accepting(),
+        accepting(),
         EncodeRules::default(),
         &[("ATTRIBUTE_HEADERS", "x-tenant-id:tenant,user-agent")],
     );
     let response = h.handle(event("apigw-rest-single.json")).await;
     assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let entries = h.forwarder().transport().entries();
+    let entries = entries_of(h.forwarder().transport());
     let mut names: Vec<(String, String)> = entries[0]
         .attributes
         .iter()
@@ -265,7 +210,7 @@ async fn fifo_batches_get_a_group_and_one_deduplication_id_per_message() {
         content_based_deduplication: Some(false),
         ..EncodeRules::default()
     };
-    let h = handler_with(Fake::accepting(), fifo.clone(), &[]);
+    let h = handler_with(accepting(), fifo.clone(), &[]);
     let response = h
         .handle(event_with("apigw-http-json-array.json", |v| {
             v["headers"]["x-message-group-id"] = "user-events".into();
@@ -277,7 +222,7 @@ async fn fifo_batches_get_a_group_and_one_deduplication_id_per_message() {
         "{}",
         json(&response)
     );
-    let entries = h.forwarder().transport().entries();
+    let entries = entries_of(h.forwarder().transport());
     let ids: Vec<(Option<&str>, Option<&str>)> = entries
         .iter()
         .map(|e| (e.group_id.as_deref(), e.deduplication_id.as_deref()))
@@ -293,7 +238,7 @@ async fn fifo_batches_get_a_group_and_one_deduplication_id_per_message() {
     );
 
     // Without a group id the request is refused before anything is sent.
-    let h = handler_with(Fake::accepting(), fifo, &[]);
+    let h = handler_with(accepting(), fifo, &[]);
     let response = h.handle(event("apigw-http-json-array.json")).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_eq!(json(&response)["error"]["code"], "MissingHeader");
@@ -302,13 +247,8 @@ async fn fifo_batches_get_a_group_and_one_deduplication_id_per_message() {
 
 #[tokio::test]
 async fn throttling_is_429_with_retry_after() {
-    let throttled = || {
-        Fake::answering(|_| EntryResult::Failed {
-            code: "RequestThrottled".into(),
-            message: "Rate exceeded".into(),
-            sender_fault: true,
-        })
-    };
+    let throttled =
+        || FakeSqs::new().fail_where(|_| true, Reply::THROTTLED.with_message("Rate exceeded"));
     let h = handler_with(
         throttled(),
         EncodeRules::default(),
@@ -331,20 +271,10 @@ async fn throttling_is_429_with_retry_after() {
 
 #[tokio::test]
 async fn partial_failure_is_207_naming_the_failed_indexes() {
-    let fake = Fake::answering(|e| {
-        if e.body.contains("login") {
-            EntryResult::Failed {
-                code: "RequestThrottled".into(),
-                message: "Rate exceeded".into(),
-                sender_fault: true,
-            }
-        } else {
-            EntryResult::Sent {
-                message_id: format!("id-{}", e.body.len()),
-                sequence_number: None,
-            }
-        }
-    });
+    let fake = FakeSqs::new().fail_where(
+        |a| a.body().contains("login"),
+        Reply::THROTTLED.with_message("Rate exceeded"),
+    );
     let h = handler(fake);
     let response = h.handle(event("apigw-http-json-array.json")).await;
     assert_eq!(response.status(), StatusCode::MULTI_STATUS);
@@ -364,7 +294,7 @@ async fn partial_failure_is_207_naming_the_failed_indexes() {
 
 #[tokio::test]
 async fn a_queue_that_refuses_is_502_and_its_details_stay_in_the_logs() {
-    let h = handler(Fake::failing(CallError::Failed(Failure::permanent(
+    let h = handler(failing(CallError::Failed(Failure::permanent(
         "AccessDenied",
         "User: arn:aws:sts::123456789012:assumed-role/fn is not authorized to perform: sqs:sendmessage",
     ))));
@@ -378,7 +308,7 @@ async fn a_queue_that_refuses_is_502_and_its_details_stay_in_the_logs() {
 
 #[tokio::test]
 async fn the_deadline_is_503_with_retry_after() {
-    let h = handler(Fake::accepting());
+    let h = handler(accepting());
     let mut context = Context::default();
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -399,7 +329,7 @@ async fn the_deadline_is_503_with_retry_after() {
 #[tokio::test]
 async fn sizes_are_checked_before_anything_is_sent() {
     let h = handler_with(
-        Fake::accepting(),
+        accepting(),
         EncodeRules::default(),
         &[("MAX_BODY_BYTES", "40")],
     );
@@ -419,7 +349,7 @@ async fn sizes_are_checked_before_anything_is_sent() {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     // Too many messages.
     let h = handler_with(
-        Fake::accepting(),
+        accepting(),
         EncodeRules::default(),
         &[("MAX_MESSAGES", "2")],
     );
@@ -431,7 +361,7 @@ async fn sizes_are_checked_before_anything_is_sent() {
 
 #[tokio::test]
 async fn routes_health_404_and_405_never_touch_sqs() {
-    let h = handler(Fake::accepting());
+    let h = handler(accepting());
     let get = |path: &'static str, method: &'static str| {
         event_with("apigw-url-health.json", move |v| {
             v["rawPath"] = path.into();

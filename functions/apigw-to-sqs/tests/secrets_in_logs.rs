@@ -17,8 +17,8 @@ use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service,
 use apigw_to_sqs::{Handler, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 
 const SECRETS: &[(&str, &str)] = &[
     ("authorization", "Bearer eyJhbGciOi.SECRET-TOKEN-1.sig"),
@@ -48,39 +48,16 @@ impl Captured {
     }
 }
 
-/// SQS answers each entry with `failure`, or accepts it.
-struct Sqs {
-    failure: Option<(&'static str, bool)>,
-}
-
-impl Transport for Sqs {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            Ok(items
-                .iter()
-                .map(|i| {
-                    let r = match self.failure {
-                        Some((code, sender_fault)) => EntryResult::Failed {
-                            code: code.into(),
-                            message: format!("{code} from the fake"),
-                            sender_fault,
-                        },
-                        None => EntryResult::Sent {
-                            message_id: "m".into(),
-                            sequence_number: None,
-                        },
-                    };
-                    (i.id.clone(), r)
-                })
-                .collect())
+/// The workspace's fake SQS: answers each entry with `failure`, or accepts it.
+fn sqs(failure: Option<(&'static str, bool)>) -> FakeSqs {
+    FakeSqs::new().answer(move |_| {
+        failure.map(|(code, sender_fault)| {
+            Reply::fail(code, sender_fault).with_message(format!("{code} from the fake"))
         })
-    }
+    })
 }
 
-fn handler(failure: Option<(&'static str, bool)>) -> Handler<Sqs> {
+fn handler(failure: Option<(&'static str, bool)>) -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(&[("ATTRIBUTE_HEADERS", "x-tenant")]))
         .expect("settings");
     let send = SendSettings {
@@ -92,7 +69,7 @@ fn handler(failure: Option<(&'static str, bool)>) -> Handler<Sqs> {
         ..SendSettings::default()
     };
     Handler::new(
-        Forwarder::new(Sqs { failure }, send, EncodeRules::default()),
+        Forwarder::new(sqs(failure), send, EncodeRules::default()),
         settings,
         Duration::ZERO,
     )
@@ -103,7 +80,7 @@ fn sample(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
 }
 
-async fn answer(h: &Handler<Sqs>, event: &Value) -> u64 {
+async fn answer(h: &Handler<FakeSqs>, event: &Value) -> u64 {
     let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
     let inner =
         service_fn(

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{FakeSqs, event, forwarder, record, seq};
+use common::{accepting, event, forwarder, record, seq};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::{Settings, VARIABLES, handle};
@@ -99,13 +99,13 @@ fn malformed_events_fail_naming_the_record_and_field() {
 
 #[tokio::test]
 async fn an_empty_batch_sends_nothing_and_reports_nothing() {
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let f = forwarder(&fake, false);
     let answer = handle(&f, &Settings::default(), event(vec![]), None)
         .await
         .expect("an answer");
     assert!(answer.batch_item_failures.is_empty());
-    assert_eq!(fake.calls(), 0);
+    assert_eq!(fake.call_count(), 0);
 }
 
 #[tokio::test]
@@ -120,7 +120,7 @@ async fn records_that_cannot_be_messages_are_reported_not_dropped() {
         record(2, "pk", &corrupt),
         record(3, "pk", b"last"),
     ]);
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let f = forwarder(&fake, false);
     let answer = handle(&f, &Settings::default(), ev, None)
         .await
@@ -140,7 +140,7 @@ async fn a_failed_record_without_a_sequence_number_fails_the_invocation() {
         .as_object_mut()
         .expect("kinesis")
         .remove("sequenceNumber");
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let f = forwarder(&fake, false);
     let e = handle(&f, &Settings::default(), event(vec![r]), None)
         .await

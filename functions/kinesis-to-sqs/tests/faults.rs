@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use aws_lambda_events::event::streams::KinesisEventResponse;
 use common::{
-    FakeSqs, Reply, event, forwarder, forwarder_with, record, send_settings, seq, text_event,
+    FakeSqs, Reply, accepting, entries_per_call, event, forwarder, forwarder_with, record,
+    scripted, send_settings, seq, text_event,
 };
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::settings::{GroupIdSource, PermanentFailures, Settings};
@@ -66,7 +67,7 @@ fn owned(v: Vec<&str>) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn entries_that_keep_failing_are_reported_and_nothing_else() {
-    let fake = FakeSqs::new(|_, body, _| match body {
+    let fake = scripted(|_, body, _| match body {
         "rec-7" | "rec-19" => Reply::INTERNAL,
         _ => Reply::Accept,
     });
@@ -85,7 +86,7 @@ async fn entries_that_keep_failing_are_reported_and_nothing_else() {
 
 #[tokio::test(start_paused = true)]
 async fn entries_that_fail_then_succeed_are_not_reported() {
-    let fake = FakeSqs::new(|_, body, attempt| {
+    let fake = scripted(|_, body, attempt| {
         if record_of(body).is_multiple_of(4) && attempt < 3 {
             Reply::INTERNAL
         } else {
@@ -99,7 +100,7 @@ async fn entries_that_fail_then_succeed_are_not_reported() {
 
 #[tokio::test(start_paused = true)]
 async fn throttled_calls_are_retried_and_a_recovery_reports_nothing() {
-    let fake = FakeSqs::accepting().failing_calls(|call| {
+    let fake = accepting().fail_calls(|call| {
         (call < 2).then(|| CallError::Failed(Failure::transient("RequestThrottled", "slow down")))
     });
     let response = answer(&fake, false, &Settings::default(), text_event(15, &["a"])).await;
@@ -113,7 +114,7 @@ async fn throttled_calls_are_retried_and_a_recovery_reports_nothing() {
 #[tokio::test(start_paused = true)]
 async fn throttling_that_outlasts_the_retries_reports_exactly_the_throttled_records() {
     // Records 10.. are throttled on every attempt.
-    let fake = FakeSqs::new(|_, body, _| {
+    let fake = scripted(|_, body, _| {
         if record_of(body) >= 10 {
             Reply::THROTTLED
         } else {
@@ -139,7 +140,7 @@ async fn throttling_that_outlasts_the_retries_reports_exactly_the_throttled_reco
 
 #[tokio::test(start_paused = true)]
 async fn a_whole_call_failing_for_good_reports_its_records() {
-    let fake = FakeSqs::accepting().failing_calls(|call| {
+    let fake = accepting().fail_calls(|call| {
         (call == 0).then(|| CallError::Failed(Failure::permanent("AccessDenied", "no")))
     });
     let settings = SendSettings {
@@ -197,13 +198,13 @@ async fn a_permanently_rejected_entry_is_reported_or_skipped_by_policy() {
             Reply::Accept
         }
     };
-    let fake = FakeSqs::new(rule);
+    let fake = scripted(rule);
     let response = answer(&fake, false, &Settings::default(), text_event(8, &["a"])).await;
     assert_eq!(owned(reported(&response)), vec![seq(5)]);
     // Not retried: a retry cannot help.
-    assert_eq!(fake.entries_per_call().iter().sum::<usize>(), 8);
+    assert_eq!(entries_per_call(&fake).iter().sum::<usize>(), 8);
 
-    let fake = FakeSqs::new(rule);
+    let fake = scripted(rule);
     let skip = Settings {
         permanent_failures: PermanentFailures::Skip,
         ..Settings::default()
@@ -216,7 +217,7 @@ async fn a_permanently_rejected_entry_is_reported_or_skipped_by_policy() {
 #[tokio::test(start_paused = true)]
 async fn the_deadline_running_out_mid_batch_reports_exactly_the_unsent_records() {
     // One call at a time, 100 ms each; 350 ms to go.
-    let fake = FakeSqs::accepting().delay(Duration::from_millis(100));
+    let fake = accepting().delay(Duration::from_millis(100));
     let settings = SendSettings {
         max_in_flight: 1,
         ..send_settings()
@@ -250,7 +251,7 @@ fn kpl_event(failing_user: &'static str) -> (kinesis_to_sqs::event::KinesisEvent
         record(1, "a", &agg),
         record(2, "x", b"rec-2"),
     ]);
-    let fake = FakeSqs::new(move |_, body, _| {
+    let fake = scripted(move |_, body, _| {
         if body == failing_user {
             Reply::INTERNAL
         } else {
@@ -275,7 +276,7 @@ async fn a_kpl_record_with_a_failed_user_record_is_reported_whole() {
         .accepted()
         .into_iter()
         .filter(|s| s.body.starts_with("rec-1-"))
-        .filter_map(|s| s.deduplication_id)
+        .filter_map(|s| s.deduplication_id.clone())
         .collect();
     let mut dedup = dedup;
     dedup.sort();
@@ -300,7 +301,7 @@ async fn a_corrupt_aggregate_fails_its_record_only() {
             record(2, "x", b"rec-2"),
         ])
     };
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = answer(&fake, false, &Settings::default(), records()).await;
     assert_eq!(owned(reported(&response)), vec![seq(1)]);
     assert_eq!(fake.accepted().len(), 2);
@@ -309,7 +310,7 @@ async fn a_corrupt_aggregate_fails_its_record_only() {
         permanent_failures: PermanentFailures::Skip,
         ..Settings::default()
     };
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = answer(&fake, false, &skip, records()).await;
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(fake.accepted().len(), 2);
@@ -318,7 +319,7 @@ async fn a_corrupt_aggregate_fails_its_record_only() {
 #[tokio::test(start_paused = true)]
 async fn fifo_groups_stay_in_order_and_a_blocked_group_is_reported_from_its_failure() {
     // Group "b" (records 1, 4, 7, ...) fails at record 4 for good.
-    let fake = FakeSqs::new(|_, body, _| {
+    let fake = scripted(|_, body, _| {
         if body == "rec-4" {
             Reply::INTERNAL
         } else {
@@ -349,7 +350,7 @@ async fn fifo_groups_stay_in_order_and_a_blocked_group_is_reported_from_its_fail
 
 #[tokio::test(start_paused = true)]
 async fn shard_groups_keep_the_shard_order() {
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let settings = Settings {
         group_id_source: GroupIdSource::ShardId,
         ..Settings::default()
@@ -399,7 +400,7 @@ async fn a_full_ten_thousand_record_batch_goes_through() {
     let event: kinesis_to_sqs::event::KinesisEvent =
         serde_json::from_str(&json).expect("a Kinesis event");
     drop(json);
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = answer(&fake, false, &Settings::default(), event).await;
     assert!(response.batch_item_failures.is_empty());
     let accepted = fake.accepted();
@@ -415,7 +416,7 @@ async fn a_full_ten_thousand_record_batch_goes_through() {
         data_bytes
     );
     // Full calls: ten entries each.
-    assert_eq!(fake.calls(), 1_000);
+    assert_eq!(fake.call_count(), 1_000);
 }
 
 // ---------------------------------------------------------------------------
@@ -426,7 +427,7 @@ async fn a_full_ten_thousand_record_batch_goes_through() {
 async fn simulate(n: usize, failures: Vec<u32>, fifo: bool, in_flight: usize) {
     let failures_by_record = failures.clone();
     // Record i fails on its first failures[i] attempts (retryable), then succeeds.
-    let fake = FakeSqs::new(move |_, body, attempt| {
+    let fake = scripted(move |_, body, attempt| {
         if attempt <= failures_by_record[record_of(body)] {
             Reply::INTERNAL
         } else {
@@ -487,7 +488,7 @@ async fn simulate(n: usize, failures: Vec<u32>, fifo: bool, in_flight: usize) {
             let i = record_of(&s.body);
             if seen.insert(i) {
                 firsts
-                    .entry(s.group_id.expect("group"))
+                    .entry(s.group_id.clone().expect("group"))
                     .or_default()
                     .push(i);
             }

@@ -8,7 +8,7 @@
 mod common;
 
 use base64::Engine as _;
-use common::{FakeSqs, forwarder};
+use common::{accepting, forwarder};
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::settings::{BodyFormat, GroupIdSource};
 use kinesis_to_sqs::{Settings, handle, kpl, records};
@@ -172,7 +172,7 @@ proptest! {
         let n = event.records.len();
         let seqs: Vec<String> = event.records.iter().map(|r| r.kinesis.sequence_number.clone()).collect();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
-        let fake = FakeSqs::accepting().delay(std::time::Duration::ZERO);
+        let fake = accepting().delay(std::time::Duration::ZERO);
         let f = forwarder(&fake, fifo);
         let s = settings(envelope, shard);
         let prepared = records::prepare(event.records.clone(), &s, fifo);

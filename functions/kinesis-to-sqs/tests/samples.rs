@@ -4,7 +4,7 @@
 mod common;
 
 use base64::Engine as _;
-use common::{FakeSqs, forwarder, forwarder_with, sample, send_settings};
+use common::{accepting, forwarder, forwarder_with, sample, send_settings};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::records::{attribute, sqs_id};
 use kinesis_to_sqs::settings::{BodyFormat, PermanentFailures, Settings};
@@ -54,7 +54,7 @@ async fn the_small_sample_arrives_whole() {
         .map(|r| r.kinesis.sequence_number.clone())
         .collect();
     let binary = event.records[2].kinesis.data.0.clone();
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = handle(&forwarder(&fake, false), &Settings::default(), event, None)
         .await
         .expect("an answer");
@@ -151,7 +151,7 @@ fn the_kpl_fixture_deaggregates_to_what_the_python_encoder_was_given() {
 async fn the_kpl_sample_arrives_as_user_records_with_their_own_keys_and_ids() {
     let event = sample("kinesis-kpl.json");
     let expected = expected();
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = handle(&forwarder(&fake, true), &Settings::default(), event, None)
         .await
         .expect("an answer");
@@ -219,7 +219,7 @@ async fn the_kpl_sample_arrives_as_user_records_with_their_own_keys_and_ids() {
 #[tokio::test(start_paused = true)]
 async fn the_kpl_sample_in_an_envelope_keeps_the_explicit_hash_key() {
     let event = sample("kinesis-kpl.json");
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let settings = Settings {
         body_format: BodyFormat::Envelope,
         ..Settings::default()
@@ -258,7 +258,7 @@ async fn oversize_answer(
         .iter()
         .map(|r| r.kinesis.sequence_number.clone())
         .collect();
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = handle(&forwarder_with(&fake, send, false), settings, event, None)
         .await
         .expect("an answer");
@@ -312,7 +312,7 @@ async fn a_ten_mib_record_goes_through_the_oversize_policy() {
         common::record(2, "k", b"after"),
     ]);
     drop(big);
-    let fake = FakeSqs::accepting();
+    let fake = accepting();
     let response = handle(&forwarder(&fake, false), &Settings::default(), event, None)
         .await
         .expect("an answer");

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rabbitmq_to_sqs::{Function, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
 };
@@ -113,10 +113,10 @@ fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
 }
 
 /// Accepts every entry and counts them.
-fn function() -> Function<Accepting> {
+fn function() -> Function<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
     let forwarder = Forwarder::new(
-        Accepting::default(),
+        FakeSqs::new(),
         SendSettings::default(),
         EncodeRules::default(),
     );
@@ -131,12 +131,12 @@ fn sample() -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
 }
 
-async fn handle(f: &Function<Accepting>, event: Value) -> Result<Value, HandlerError> {
+async fn handle(f: &Function<FakeSqs>, event: Value) -> Result<Value, HandlerError> {
     f.handle_until(event, Instant::now() + Duration::from_secs(30), None)
         .await
 }
 
-fn sent(f: &Function<Accepting>) -> usize {
+fn sent(f: &Function<FakeSqs>) -> usize {
     f.forwarder().transport().sent()
 }
 

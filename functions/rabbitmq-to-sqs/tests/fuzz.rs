@@ -13,7 +13,7 @@ use rabbitmq_to_sqs::mapping::{FieldValue, amqp_value, json_value};
 use rabbitmq_to_sqs::{Function, HandlerError, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::{Accepting, proptest_cases};
+use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;
 
@@ -25,14 +25,14 @@ fn config() -> ProptestConfig {
     }
 }
 
-fn function(vars: &[(&str, &str)], fifo: bool) -> Function<Accepting> {
+fn function(vars: &[(&str, &str)], fifo: bool) -> Function<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
     let rules = EncodeRules {
         fifo,
         content_based_deduplication: fifo.then_some(false),
         ..EncodeRules::default()
     };
-    let forwarder = Forwarder::new(Accepting::default(), SendSettings::default(), rules);
+    let forwarder = Forwarder::new(FakeSqs::new(), SendSettings::default(), rules);
     Function::new(settings, forwarder, Duration::ZERO, None).expect("function")
 }
 

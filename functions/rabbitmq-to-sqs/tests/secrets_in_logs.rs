@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use rabbitmq_to_sqs::{Function, Settings};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
-use sqs_forwarder::{Env, Forwarder, SendSettings, Transport};
+use sqs_forwarder::test_support::FakeSqs;
+use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;
 
 #[derive(Clone, Default)]
@@ -28,25 +28,15 @@ impl Write for Captured {
     }
 }
 
-struct NoSqs;
-
-impl Transport for NoSqs {
-    fn send_batch<'a>(
-        &'a self,
-        _items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-}
-
-fn function(url: &str) -> Function<NoSqs> {
+fn function(url: &str) -> Function<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(&[
         ("RABBITMQ_URL", url),
         ("RABBITMQ_QUEUES", "secrets-in-logs"),
         ("RABBITMQ_CONNECT_TIMEOUT_MS", "3000"),
     ]))
     .expect("settings");
-    let forwarder = Forwarder::new(NoSqs, SendSettings::default(), EncodeRules::default());
+    let forwarder = // The login fails first: SQS is never called.
+    Forwarder::new(FakeSqs::new(), SendSettings::default(), EncodeRules::default());
     Function::new(settings, forwarder, Duration::ZERO, None).expect("function")
 }
 

@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use async_compression::tokio::bufread::GzipEncoder;
 use serde_json::{Value, json};
 use sqs_forwarder::encode::{EncodeRules, Entry};
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::transport::BoxFuture;
 use sqs_forwarder::{Forwarder, Limits, OversizePolicy, SendSettings, Transport};
 use tokio::io::{AsyncBufRead, AsyncReadExt};
 
@@ -17,60 +18,24 @@ use crate::object::decoded;
 use crate::settings::GroupBy;
 use crate::{Handler, HandlerError, Settings};
 
-type Rule = Box<dyn Fn(&Entry) -> Option<(&'static str, bool)> + Send + Sync>;
-
-/// Accepts every entry except those `fail` picks (code, sender fault), and
-/// keeps what it accepted.
-struct Fake {
-    accepted: Mutex<Vec<Entry>>,
-    fail: Rule,
-}
-
-impl Fake {
-    fn new() -> Self {
-        Self::failing(Box::new(|_| None))
-    }
-    fn failing(fail: Rule) -> Self {
-        Fake {
-            accepted: Mutex::new(Vec::new()),
-            fail,
-        }
-    }
-}
-
-impl Transport for Fake {
-    fn send_batch<'a>(
-        &'a self,
-        items: &'a [BatchItem],
-    ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-        Box::pin(async move {
-            let mut out = Vec::new();
-            for (n, item) in items.iter().enumerate() {
-                let result = match (self.fail)(&item.entry) {
-                    Some((code, sender_fault)) => EntryResult::Failed {
-                        code: code.into(),
-                        message: format!("fake {code}"),
-                        sender_fault,
-                    },
-                    None => {
-                        self.accepted
-                            .lock()
-                            .expect("lock")
-                            .push((*item.entry).clone());
-                        EntryResult::Sent {
-                            message_id: format!("m-{n}"),
-                            sequence_number: None,
-                        }
-                    }
-                };
-                out.push((item.id.clone(), result));
-            }
-            Ok(out)
+/// The workspace's fake SQS: accepts every entry except those `fail` picks
+/// (code, sender fault), and keeps what it accepted.
+fn failing(
+    fail: impl Fn(&Entry) -> Option<(&'static str, bool)> + Send + Sync + 'static,
+) -> FakeSqs {
+    FakeSqs::new().answer(move |a| {
+        fail(a.entry).map(|(code, sender_fault)| {
+            Reply::fail(code, sender_fault).with_message(format!("fake {code}"))
         })
-    }
+    })
 }
 
-fn forwarder(fake: Fake, fifo: bool) -> Forwarder<Fake> {
+/// The entries the fake accepted.
+fn accepted_by(fake: &FakeSqs) -> Vec<Entry> {
+    fake.accepted().iter().map(|s| (*s.entry).clone()).collect()
+}
+
+fn forwarder(fake: FakeSqs, fifo: bool) -> Forwarder<FakeSqs> {
     let settings = SendSettings {
         retry: sqs_forwarder::RetryPolicy {
             max_attempts: 2,
@@ -98,7 +63,7 @@ fn offline_s3() -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(conf)
 }
 
-fn handler(settings: Settings, fake: Fake, fifo: bool) -> Handler<Fake> {
+fn handler(settings: Settings, fake: FakeSqs, fifo: bool) -> Handler<FakeSqs> {
     Handler::new(settings, forwarder(fake, fifo), offline_s3())
 }
 
@@ -107,13 +72,8 @@ fn sample(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
 }
 
-fn accepted(h: &Handler<Fake>) -> Vec<Entry> {
-    h.forwarder()
-        .transport()
-        .accepted
-        .lock()
-        .expect("lock")
-        .clone()
+fn accepted(h: &Handler<FakeSqs>) -> Vec<Entry> {
+    accepted_by(h.forwarder().transport())
 }
 
 fn body(e: &Entry) -> Value {
@@ -122,7 +82,7 @@ fn body(e: &Entry) -> Value {
 
 #[tokio::test]
 async fn multi_record_notification_is_one_message_per_record_in_order() {
-    let h = handler(Settings::default(), Fake::new(), false);
+    let h = handler(Settings::default(), FakeSqs::new(), false);
     let report = h
         .handle(sample("s3-multi-record.json"), None)
         .await
@@ -146,7 +106,7 @@ async fn multi_record_notification_is_one_message_per_record_in_order() {
 
 #[tokio::test]
 async fn test_event_forwards_nothing() {
-    let h = handler(Settings::default(), Fake::new(), false);
+    let h = handler(Settings::default(), FakeSqs::new(), false);
     let report = h
         .handle(sample("s3-test-event.json"), None)
         .await
@@ -162,7 +122,7 @@ async fn event_names_filter() {
         event_filter: crate::EventFilter::parse("EVENT_NAMES", "ObjectCreated:*").expect("valid"),
         ..Settings::default()
     };
-    let h = handler(settings, Fake::new(), false);
+    let h = handler(settings, FakeSqs::new(), false);
     let report = h
         .handle(sample("s3-multi-record.json"), None)
         .await
@@ -183,11 +143,11 @@ async fn event_names_filter() {
 
 #[tokio::test]
 async fn a_record_not_sent_fails_the_invocation_naming_it() {
-    let fake = Fake::failing(Box::new(|e: &Entry| {
+    let fake = failing(|e: &Entry| {
         e.body
             .contains("holiday photo")
             .then_some(("InternalError", false))
-    }));
+    });
     let h = handler(Settings::default(), fake, false);
     let err = h
         .handle(sample("s3-multi-record.json"), None)
@@ -213,7 +173,7 @@ async fn a_record_not_sent_fails_the_invocation_naming_it() {
 
 #[tokio::test]
 async fn bad_events_are_errors_before_anything_is_sent() {
-    let h = handler(Settings::default(), Fake::new(), false);
+    let h = handler(Settings::default(), FakeSqs::new(), false);
     let mut v = sample("s3-multi-record.json");
     v["Records"][2]["eventVersion"] = json!("1.0");
     let err = h.handle(v, None).await.expect_err("unknown version");
@@ -234,7 +194,7 @@ async fn bad_events_are_errors_before_anything_is_sent() {
 
 #[tokio::test]
 async fn fifo_ids_on_fifo_targets() {
-    let h = handler(Settings::default(), Fake::new(), true);
+    let h = handler(Settings::default(), FakeSqs::new(), true);
     h.handle(sample("s3-key-unicode.json"), None)
         .await
         .expect("forwarded");
@@ -259,7 +219,7 @@ async fn lines_mode_skips_events_without_an_object() {
         mode: crate::Mode::Lines,
         ..Settings::default()
     };
-    let h = handler(settings, Fake::new(), false);
+    let h = handler(settings, FakeSqs::new(), false);
     let report = h
         .handle(sample("s3-delete.json"), None)
         .await
@@ -321,13 +281,13 @@ async fn every_line_once_in_bounded_chunks() {
             text.push_str(&format!("{{\"n\":{i}}}\n"));
         }
     }
-    let fwd = forwarder(Fake::new(), false);
+    let fwd = forwarder(FakeSqs::new(), false);
     let report = lines_into(text.as_bytes(), &fwd, (1000, 8 << 20)).await;
     assert_eq!(report.lines, 12_345);
     assert_eq!(report.blank, 12);
     assert_eq!(report.sent, 12_333);
     assert!(report.complete());
-    let got = fwd.transport().accepted.lock().expect("lock").clone();
+    let got = accepted_by(fwd.transport());
     assert_eq!(got.len(), 12_333);
     let bodies: HashSet<&str> = got.iter().map(|e| e.body.as_str()).collect();
     assert_eq!(bodies.len(), 12_333, "no line twice");
@@ -356,21 +316,17 @@ async fn gzip_bodies_are_decompressed_including_multiple_members() {
         enc.read_to_end(&mut compressed).await.expect("gzip");
     }
     let body = decoded(std::io::Cursor::new(compressed), true);
-    let fwd = forwarder(Fake::new(), false);
+    let fwd = forwarder(FakeSqs::new(), false);
     let report = lines_into(body, &fwd, (10, 1 << 20)).await;
     assert_eq!(report.sent, 3);
-    let bodies: Vec<String> = fwd
-        .transport()
-        .accepted
-        .lock()
-        .expect("lock")
+    let bodies: Vec<String> = accepted_by(fwd.transport())
         .iter()
         .map(|e| e.body.clone())
         .collect();
     assert_eq!(bodies, ["alpha", "beta", "gamma"]);
 
     let not_gzip = decoded(std::io::Cursor::new(b"plain text\n".to_vec()), true);
-    let fwd = forwarder(Fake::new(), false);
+    let fwd = forwarder(FakeSqs::new(), false);
     let report = lines_into(not_gzip, &fwd, (10, 1 << 20)).await;
     let e = report.read_error.expect("not gzip");
     assert_eq!((e.code, e.retryable), ("InvalidGzip", false));
@@ -390,7 +346,7 @@ async fn oversize_lines_follow_the_policy() {
             oversize,
             ..SendSettings::default()
         };
-        Forwarder::new(Fake::new(), settings, EncodeRules::default())
+        Forwarder::new(FakeSqs::new(), settings, EncodeRules::default())
     };
     let chunking = (100, 1 << 20);
 
@@ -450,7 +406,7 @@ async fn under_offload_lines_above_the_threshold_go_to_s3_but_cut_lines_never() 
         },
         ..SendSettings::default()
     };
-    let fwd = Forwarder::new(Fake::new(), settings, EncodeRules::default())
+    let fwd = Forwarder::new(FakeSqs::new(), settings, EncodeRules::default())
         .with_payload_store(store.clone());
     let report = lines_into(text.as_bytes(), &fwd, (100, 1 << 20)).await;
     assert_eq!((report.sent, report.failed), (3, 1));
@@ -465,9 +421,7 @@ async fn under_offload_lines_above_the_threshold_go_to_s3_but_cut_lines_never() 
 #[tokio::test]
 async fn a_retryable_failure_stops_reading() {
     let text: String = (1..=50).map(|i| format!("line {i}\n")).collect();
-    let fake = Fake::failing(Box::new(|e: &Entry| {
-        (e.body == "line 15").then_some(("ServiceUnavailable", false))
-    }));
+    let fake = failing(|e: &Entry| (e.body == "line 15").then_some(("ServiceUnavailable", false)));
     let fwd = forwarder(fake, false);
     let report = lines_into(text.as_bytes(), &fwd, (10, 1 << 20)).await;
     assert!(report.retryable);

@@ -9,7 +9,7 @@ use s3_to_sqs::lines::LineReader;
 use s3_to_sqs::{Handler, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::Accepting;
+use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
 };
@@ -48,7 +48,7 @@ fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
 }
 
 /// Accepts every entry and counts them.
-fn handler() -> Handler<Accepting> {
+fn handler() -> Handler<FakeSqs> {
     let s3 = aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
@@ -56,7 +56,7 @@ fn handler() -> Handler<Accepting> {
             .build(),
     );
     let forwarder = Forwarder::new(
-        Accepting::default(),
+        FakeSqs::new(),
         SendSettings::default(),
         EncodeRules::default(),
     );

@@ -10,7 +10,7 @@ use s3_to_sqs::lines::LineReader;
 use s3_to_sqs::{Handler, Incoming, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::test_support::{Accepting, proptest_cases};
+use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Forwarder, SendSettings};
 
 fn config() -> ProptestConfig {
@@ -21,7 +21,7 @@ fn config() -> ProptestConfig {
     }
 }
 
-fn handler(fifo: bool) -> Handler<Accepting> {
+fn handler(fifo: bool) -> Handler<FakeSqs> {
     let s3 = aws_sdk_s3::Client::from_conf(
         aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
@@ -33,7 +33,7 @@ fn handler(fifo: bool) -> Handler<Accepting> {
         content_based_deduplication: fifo.then_some(false),
         ..EncodeRules::default()
     };
-    let forwarder = Forwarder::new(Accepting::default(), SendSettings::default(), rules);
+    let forwarder = Forwarder::new(FakeSqs::new(), SendSettings::default(), rules);
     Handler::new(Settings::default(), forwarder, s3)
 }
 
