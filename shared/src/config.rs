@@ -97,6 +97,8 @@ pub struct Config {
     /// The SQS client's region (`SQS_REGION`); when unset, the queue URL's
     /// region, else the SDK's (`AWS_REGION`).
     pub sqs_region: Option<String>,
+    /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
+    pub sqs_client: crate::direct::SqsClient,
     /// The role to send as (`ASSUME_ROLE_ARN` and its companions).
     pub assume_role: Option<AssumeRole>,
     /// Entries per call (`MAX_BATCH_ENTRIES`).
@@ -157,6 +159,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("QUEUE_NAME", ""),
     ("QUEUE_OWNER_ACCOUNT_ID", ""),
     ("SQS_REGION", ""),
+    ("SQS_CLIENT", "sdk"),
     ("ASSUME_ROLE_ARN", ""),
     ("ASSUME_ROLE_SESSION_NAME", "sqs-forwarder"),
     ("ASSUME_ROLE_EXTERNAL_ID", ""),
@@ -530,6 +533,11 @@ impl Config {
                 "an AWS region name such as eu-west-1 or cn-north-1",
             ));
         }
+        let sqs_client = r.choice(
+            "SQS_CLIENT",
+            crate::direct::SqsClient::parse,
+            crate::direct::SqsClient::NAMES,
+        )?;
         let assume_role = read_assume_role(&r)?;
 
         let max_batch_entries =
@@ -624,6 +632,7 @@ impl Config {
         Ok(Config {
             queue,
             sqs_region,
+            sqs_client,
             assume_role,
             max_batch_entries,
             max_message_bytes,

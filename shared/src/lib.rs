@@ -88,6 +88,7 @@ pub mod allocator;
 pub mod batch;
 pub mod config;
 pub mod credentials;
+pub mod direct;
 pub mod encode;
 pub mod env;
 pub mod fifo_id;

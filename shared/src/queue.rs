@@ -384,7 +384,7 @@ pub(crate) async fn connect_loaded(
     if config.assume_role.is_some() && config.offload.is_some() {
         let own = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         let client = sqs_client_for(sdk, config)?;
-        let forwarder = connect_with(client, config, source_sets_group_ids).await?;
+        let forwarder = connect_via(client, Some(sdk), config, source_sets_group_ids).await?;
         return with_offload_store(forwarder, &own, config);
     }
     connect_sdk(sdk, config, source_sets_group_ids).await
@@ -403,7 +403,7 @@ pub async fn connect_sdk(
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
     config.check_group_ids(source_sets_group_ids)?;
     let client = sqs_client_for(sdk, config)?;
-    let forwarder = connect_with(client, config, source_sets_group_ids).await?;
+    let forwarder = connect_via(client, Some(sdk), config, source_sets_group_ids).await?;
     with_offload_store(forwarder, sdk, config)
 }
 
@@ -442,6 +442,17 @@ pub async fn connect_with(
     config: &Config,
     source_sets_group_ids: bool,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
+    connect_via(client, None, config, source_sets_group_ids).await
+}
+
+/// [`connect_with`], with the SDK configuration the client was built from
+/// when there is one: `SQS_CLIENT=direct` needs it ([`crate::direct`]).
+async fn connect_via(
+    client: aws_sdk_sqs::Client,
+    sdk: Option<&aws_config::SdkConfig>,
+    config: &Config,
+    source_sets_group_ids: bool,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
     config.check_group_ids(source_sets_group_ids)?;
     let queue = discover(&client, &config.queue).await?;
     let (settings, rules) = settings_for(config, &queue);
@@ -460,11 +471,8 @@ pub async fn connect_with(
         offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
         "forwarder ready"
     );
-    Ok(Forwarder::new(
-        SqsTransport::new(client, queue.url),
-        settings,
-        rules,
-    ))
+    let transport = crate::direct::transport(client, sdk, config, queue.url).await?;
+    Ok(Forwarder::new(transport, settings, rules))
 }
 
 #[cfg(test)]
