@@ -141,13 +141,10 @@ impl DirectClient {
     /// A direct client with the region and timeouts of `sqs` (an SQS client
     /// built from `sdk`, as
     /// [`crate::queue::sqs_client_for`] builds it) and the credentials
-    /// provider and endpoint settings of `sdk`. Resolves the endpoint
-    /// and loads the TLS roots (for `https`) now, and fetches the first
-    /// credentials so that the first call does not wait for them.
-    pub async fn new(
-        sdk: &aws_config::SdkConfig,
-        sqs: &aws_sdk_sqs::Client,
-    ) -> Result<Self, SetupError> {
+    /// provider and endpoint settings of `sdk`. Resolves the endpoint and
+    /// loads the TLS roots (for `https`) now; [`DirectClient::prefetch`]
+    /// fetches the first credentials.
+    pub fn new(sdk: &aws_config::SdkConfig, sqs: &aws_sdk_sqs::Client) -> Result<Self, SetupError> {
         let conf = sqs.config();
         let region = conf
             .region()
@@ -173,12 +170,12 @@ impl DirectClient {
             .build()
             .map_err(|e| setup_error("InvalidEndpoint", e.to_string()))?;
         // The SDK's own resolver for SQS (the client's is only set when a
-        // call is made).
-        let endpoint = aws_sdk_sqs::config::endpoint::ResolveEndpoint::resolve_endpoint(
-            &aws_sdk_sqs::config::endpoint::DefaultResolver::new(),
-            &params,
+        // call is made). Its future is a ready one.
+        let resolver = aws_sdk_sqs::config::endpoint::DefaultResolver::new();
+        let endpoint = futures_util::FutureExt::now_or_never(
+            aws_sdk_sqs::config::endpoint::ResolveEndpoint::resolve_endpoint(&resolver, &params),
         )
-        .await
+        .ok_or_else(|| setup_error("InvalidEndpoint", "the endpoint resolver did not answer"))?
         .map_err(|e| setup_error("InvalidEndpoint", e.to_string()))?;
         let endpoint = endpoint_uri(endpoint.url())?;
         let timeouts = conf.timeout_config();
@@ -201,11 +198,17 @@ impl DirectClient {
             credentials: CredentialsCache::new(provider),
             call_timeout,
         };
-        if let Err(e) = client.credentials.get().await {
-            tracing::warn!(error = %e.message, "SQS_CLIENT=direct: no credentials yet; every call will try again");
-        }
         tracing::info!(endpoint = %client.endpoint, region = %client.region, "SQS_CLIENT=direct: SendMessageBatch goes through the direct client");
         Ok(client)
+    }
+
+    /// Fetch the first credentials now (at cold start), so that the first
+    /// call does not wait for them. A failure is only logged: every call
+    /// tries again.
+    pub async fn prefetch(&self) {
+        if let Err(e) = self.credentials.get().await {
+            tracing::warn!(error = %e.message, "SQS_CLIENT=direct: no credentials yet; every call will try again");
+        }
     }
 
     /// The endpoint the calls go to.
@@ -335,10 +338,11 @@ pub async fn transport(
 ) -> Result<crate::SqsTransport, SetupError> {
     match (config.sqs_client, sdk) {
         (SqsClient::Sdk, _) => Ok(crate::SqsTransport::new(client, queue_url)),
-        (SqsClient::Direct, Some(sdk)) => Ok(crate::SqsTransport::direct(
-            DirectClient::new(sdk, &client).await?,
-            queue_url,
-        )),
+        (SqsClient::Direct, Some(sdk)) => {
+            let direct = DirectClient::new(sdk, &client)?;
+            direct.prefetch().await;
+            Ok(crate::SqsTransport::direct(direct, queue_url))
+        }
         (SqsClient::Direct, None) => {
             tracing::warn!(
                 "SQS_CLIENT=direct needs the SDK configuration the client was built from; a client of the caller's making (connect_with) sends through aws-sdk-sqs"
@@ -490,7 +494,7 @@ mod tests {
         ] {
             let sdk = sdk(endpoint, fips);
             let client = crate::queue::sqs_client(&sdk);
-            let d = DirectClient::new(&sdk, &client).await;
+            let d = DirectClient::new(&sdk, &client);
             match (want.starts_with("https"), d) {
                 (_, Ok(d)) => assert_eq!(d.endpoint().to_string(), want),
                 // No system roots where this runs: the TLS setup says so.
