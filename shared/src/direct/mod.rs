@@ -43,7 +43,7 @@ use std::time::{Duration, SystemTime};
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, HeaderName, HeaderValue};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -289,7 +289,10 @@ impl DirectClient {
             .map_err(|_| signing_failed("signing parameters"))?
             .into();
         let uri = self.endpoint.to_string();
+        // Signed as the SDK signs: content-length too.
+        let length = body.len().to_string();
         let headers = [
+            (CONTENT_LENGTH.as_str(), length.as_str()),
             (CONTENT_TYPE.as_str(), wire::CONTENT_TYPE),
             ("x-amz-target", wire::TARGET),
             ("x-amzn-query-mode", "true"),
@@ -310,10 +313,9 @@ impl DirectClient {
             .map_err(|_| signing_failed("the request"))?;
         let h = request.headers_mut();
         for (name, value) in headers {
-            h.insert(
-                HeaderName::from_static(name),
-                HeaderValue::from_static(value),
-            );
+            let value =
+                HeaderValue::from_str(value).map_err(|_| signing_failed("a header value"))?;
+            h.insert(HeaderName::from_static(name), value);
         }
         for header in signed {
             let mut value = HeaderValue::from_str(header.value())
