@@ -89,6 +89,7 @@ pub mod aws_names;
 pub mod batch;
 pub mod config;
 pub mod credentials;
+pub mod direct;
 pub mod encode;
 pub mod env;
 pub mod error;

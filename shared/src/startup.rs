@@ -62,7 +62,7 @@ async fn connect_loaded(
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
     let client = sqs_client_for(sdk, config)?;
-    let forwarder = ready(client, config).await?;
+    let forwarder = ready(client, Some(sdk), config).await?;
     if config.assume_role.is_some() && config.offload.is_some() {
         let own = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
         return with_offload_store(forwarder, &own, config);
@@ -83,7 +83,7 @@ pub async fn connect_sdk(
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
     config.check_group_ids(source_sets_group_ids)?;
     let client = sqs_client_for(sdk, config)?;
-    let forwarder = ready(client, config).await?;
+    let forwarder = ready(client, Some(sdk), config).await?;
     with_offload_store(forwarder, sdk, config)
 }
 
@@ -96,13 +96,16 @@ pub async fn connect_with(
     source_sets_group_ids: bool,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
     config.check_group_ids(source_sets_group_ids)?;
-    ready(client, config).await
+    ready(client, None, config).await
 }
 
 /// The forwarder to the queue `config` names, through `client`: the queue
-/// found and its limits read.
+/// found and its limits read. `sdk`: the AWS settings the client was built
+/// from, when there are any; `SQS_CLIENT=direct` needs them
+/// ([`crate::direct`]).
 async fn ready(
     client: aws_sdk_sqs::Client,
+    sdk: Option<&aws_config::SdkConfig>,
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
     let queue = discover(&client, &config.queue).await?;
@@ -122,11 +125,8 @@ async fn ready(
         offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
         "forwarder ready"
     );
-    Ok(Forwarder::new(
-        SqsTransport::new(client, queue.url),
-        settings,
-        rules,
-    ))
+    let transport = crate::direct::transport(client, sdk, config, queue.url).await?;
+    Ok(Forwarder::new(transport, settings, rules))
 }
 
 /// Under `OVERSIZE_POLICY=offload`, `forwarder` with an S3 payload store for

@@ -85,11 +85,18 @@ pub trait Transport: Send + Sync {
     ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>>;
 }
 
-/// The real transport: aws-sdk-sqs against one queue URL.
+/// The real transport: aws-sdk-sqs, or the direct client
+/// ([`crate::direct`], `SQS_CLIENT=direct`), against one queue URL.
 #[derive(Debug, Clone)]
 pub struct SqsTransport {
-    client: aws_sdk_sqs::Client,
+    client: Client,
     queue_url: String,
+}
+
+#[derive(Debug, Clone)]
+enum Client {
+    Sdk(aws_sdk_sqs::Client),
+    Direct(std::sync::Arc<crate::direct::DirectClient>),
 }
 
 impl SqsTransport {
@@ -98,9 +105,23 @@ impl SqsTransport {
     /// [`crate::queue::sqs_client`]).
     pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
         SqsTransport {
-            client,
+            client: Client::Sdk(client),
             queue_url: queue_url.into(),
         }
+    }
+
+    /// A transport that makes its calls with the direct client
+    /// ([`crate::direct`]) instead of aws-sdk-sqs.
+    pub fn direct(client: crate::direct::DirectClient, queue_url: impl Into<String>) -> Self {
+        SqsTransport {
+            client: Client::Direct(std::sync::Arc::new(client)),
+            queue_url: queue_url.into(),
+        }
+    }
+
+    /// Whether calls go through the direct client.
+    pub fn is_direct(&self) -> bool {
+        matches!(self.client, Client::Direct(_))
     }
 
     /// The queue this transport sends to.
@@ -198,13 +219,16 @@ impl Transport for SqsTransport {
         &'a self,
         items: &'a [BatchItem],
     ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
+        let client = match &self.client {
+            Client::Sdk(client) => client,
+            Client::Direct(direct) => return Box::pin(direct.send_batch(&self.queue_url, items)),
+        };
         Box::pin(async move {
             let mut entries = Vec::with_capacity(items.len());
             for item in items {
                 entries.push(to_sdk_entry(item).map_err(CallError::Failed)?);
             }
-            let out = self
-                .client
+            let out = client
                 .send_message_batch()
                 .queue_url(&self.queue_url)
                 .set_entries(Some(entries))

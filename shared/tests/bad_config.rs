@@ -29,6 +29,7 @@ const CASES: &[Case] = &[
         "12",
     ),
     ("SQS_REGION", "Not A Region!", &[("QUEUE_URL", URL)], ""),
+    ("SQS_CLIENT", "hyper", &[("QUEUE_URL", URL)], "sdk, direct"),
     ("ASSUME_ROLE_ARN", "my-role", &[("QUEUE_URL", URL)], "ARN"),
     (
         "ASSUME_ROLE_SESSION_NAME",

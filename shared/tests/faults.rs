@@ -191,12 +191,30 @@ fn client(endpoint: &str) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(conf)
 }
 
+/// The SDK's transport, or with `SQS_CLIENT=direct` in the test's
+/// environment the direct client's (`scripts/test.sh` runs these tests
+/// both ways).
 fn forwarder(endpoint: &str, settings: SendSettings) -> Forwarder<SqsTransport> {
-    Forwarder::new(
-        SqsTransport::new(client(endpoint), format!("{endpoint}/000000000000/q")),
-        settings,
-        EncodeRules::default(),
-    )
+    let url = format!("{endpoint}/000000000000/q");
+    let transport = if std::env::var("SQS_CLIENT").as_deref() == Ok("direct") {
+        let sdk = aws_config::SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(
+                aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
+                    "test", "test", None, None, "test",
+                )),
+            )
+            .endpoint_url(endpoint)
+            .build();
+        let direct =
+            sqs_forwarder::direct::DirectClient::new(&sdk, &sqs_forwarder::queue::sqs_client(&sdk))
+                .expect("direct client");
+        SqsTransport::direct(direct, url)
+    } else {
+        SqsTransport::new(client(endpoint), url)
+    };
+    Forwarder::new(transport, settings, EncodeRules::default())
 }
 
 /// Fast retries: a few milliseconds between attempts.

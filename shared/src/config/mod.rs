@@ -94,6 +94,8 @@ pub struct Config {
     /// The SQS client's region (`SQS_REGION`); when unset, the queue URL's
     /// region, else the SDK's (`AWS_REGION`).
     pub sqs_region: Option<String>,
+    /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
+    pub sqs_client: crate::direct::SqsClient,
     /// The role to send as (`ASSUME_ROLE_ARN` and its companions).
     pub assume_role: Option<AssumeRole>,
     /// Entries per call (`MAX_BATCH_ENTRIES`).
@@ -163,6 +165,7 @@ impl Config {
     pub fn read(env: &Env) -> Result<Self, ConfigError> {
         let queue = target::queue(env)?;
         let sqs_region = target::region(env)?;
+        let sqs_client = env.choice(&var::SQS_CLIENT)?;
         let assume_role = target::assume_role(env)?;
 
         let max_batch_entries = env.required_number(&var::MAX_BATCH_ENTRIES)? as usize;
@@ -219,6 +222,7 @@ impl Config {
         Ok(Config {
             queue,
             sqs_region,
+            sqs_client,
             assume_role,
             max_batch_entries,
             max_message_bytes,

@@ -4,6 +4,7 @@
 //! configuration table is checked against [`VARIABLES`], in order.
 
 use crate::batch::FifoOrder;
+use crate::direct::SqsClient;
 use crate::encode::{BodyEncoding, DEFAULT_ENCODING_ATTRIBUTE};
 use crate::env::Variable;
 use crate::limits::MIN_MESSAGE_BYTES as MIN;
@@ -40,6 +41,8 @@ pub const SQS_REGION: Variable = Variable::text(
     "",
     "an AWS region name such as eu-west-1 or cn-north-1",
 );
+/// `SQS_CLIENT`.
+pub const SQS_CLIENT: Variable = Variable::words::<SqsClient>("SQS_CLIENT", "sdk");
 /// `ASSUME_ROLE_ARN`.
 pub const ASSUME_ROLE_ARN: Variable = Variable::text(
     "ASSUME_ROLE_ARN",
@@ -161,6 +164,7 @@ pub const VARIABLES: &[Variable] = &[
     QUEUE_NAME,
     QUEUE_OWNER_ACCOUNT_ID,
     SQS_REGION,
+    SQS_CLIENT,
     ASSUME_ROLE_ARN,
     ASSUME_ROLE_SESSION_NAME,
     ASSUME_ROLE_EXTERNAL_ID,

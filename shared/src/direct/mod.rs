@@ -1,0 +1,500 @@
+//! A direct `SendMessageBatch` client (`SQS_CLIENT=direct`): the one call
+//! the forwarder makes, without the SDK's per-call machinery.
+//!
+//! The benchmark (README, "Benchmarks") puts about 60% of the forwarder's
+//! CPU in aws-sdk-sqs's per-call work: the orchestrator, interceptors, config
+//! bag, endpoint resolution, identity, signing and serialization. This
+//! client makes the same HTTP request itself:
+//!
+//! * **Protocol**: AWS JSON 1.0, as the SDK speaks to SQS: `POST /` with
+//!   `X-Amz-Target: AmazonSQS.SendMessageBatch`, `Content-Type:
+//!   application/x-amz-json-1.0` and `x-amzn-query-mode: true`; the body is
+//!   written by serde_json straight from the entries ([`wire`]).
+//! * **Answers and errors**: parsed and classified as the SDK path's are
+//!   ([`wire::call_error`]): the same codes (the query-compatible
+//!   `AWS.SimpleQueueService.*` code when SQS sends `x-amzn-query-error`),
+//!   the same retryability, `BatchRequestTooLong` as
+//!   [`CallError::TooLong`]; a connection failure is `ConnectionError`, an
+//!   unreadable answer `ResponseError`, a timeout `Timeout`, all transient.
+//!   `MD5OfMessageBody` is not checked, as the SDK does not check it.
+//! * **Endpoint and region**: resolved once, at start, by the SQS client's
+//!   own endpoint resolver from the same settings the SDK client uses (its
+//!   region, `use_fips`, `use_dual_stack`, and the endpoint override
+//!   `AWS_ENDPOINT_URL_SQS`/`AWS_ENDPOINT_URL`), so a local
+//!   `http://127.0.0.1:4566` works as it does for the SDK.
+//! * **Credentials**: the SDK client's credentials provider (the function's,
+//!   or the assumed role's), cached until 30 seconds before they expire; one
+//!   caller refreshes while the others keep signing with the still-valid
+//!   ones ([`credentials`]). Signed with `aws-sigv4`, as the SDK signs.
+//! * **HTTP**: hyper-util's pooled client (keep-alive, HTTP/1.1), rustls
+//!   with aws-lc-rs and the system's roots for `https`, as the SDK's default
+//!   client; its connect timeout is the SDK configuration's (3.1 s by
+//!   default). No retries at this level, as the SDK client has them off
+//!   (the forwarder retries per entry itself); `CALL_TIMEOUT_MS` bounds each
+//!   call from outside, as for the SDK path, and an operation or attempt
+//!   timeout set in the SDK configuration bounds it from inside.
+
+pub mod credentials;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+use aws_sigv4::sign::v4;
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use crate::config::ConfigError;
+use crate::outcome::Failure;
+use crate::error::SetupError;
+use crate::transport::{BatchItem, CallError, EntryResult};
+
+use self::credentials::CredentialsCache;
+
+/// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SqsClient {
+    /// aws-sdk-sqs (the default).
+    #[default]
+    Sdk,
+    /// The direct client of this module.
+    Direct,
+}
+
+impl crate::env::Word for SqsClient {
+    const WORDS: &'static [(&'static str, Self)] =
+        &[("sdk", SqsClient::Sdk), ("direct", SqsClient::Direct)];
+}
+
+/// The SDK's connect timeout when its configuration sets none
+/// (`BehaviorVersion::latest()`).
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
+/// The most of an answer that is read: `SendMessageBatch` answers are a few
+/// KiB; anything past this is not one.
+const MAX_ANSWER_BYTES: usize = 4 << 20;
+/// Idle keep-alive connections are closed after this long (hyper-util's
+/// default, as the SDK's client).
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+
+type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// The direct `SendMessageBatch` client for one endpoint and region.
+pub struct DirectClient {
+    http: HttpClient,
+    endpoint: http::Uri,
+    region: String,
+    credentials: CredentialsCache,
+    call_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for DirectClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectClient")
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("call_timeout", &self.call_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+fn setup_error(code: &str, message: impl Into<String>) -> SetupError {
+    SetupError::Queue {
+        queue: "(SQS_CLIENT=direct)".into(),
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+/// The SQS endpoint override in `sdk`, read as the SQS client reads it: a
+/// client-configured `endpoint_url` first, else `AWS_ENDPOINT_URL_SQS` (or
+/// the profile's SQS `endpoint_url`), else `AWS_ENDPOINT_URL`.
+fn endpoint_override(sdk: &aws_config::SdkConfig) -> Option<String> {
+    if sdk.get_origin("endpoint_url").is_client_config() {
+        return sdk.endpoint_url().map(str::to_owned);
+    }
+    let key = aws_types::service_config::ServiceConfigKey::builder()
+        .service_id("SQS")
+        .env("AWS_ENDPOINT_URL")
+        .profile("endpoint_url")
+        .build()
+        .ok();
+    key.and_then(|key| sdk.service_config().and_then(|c| c.load_config(key)))
+        .or_else(|| sdk.endpoint_url().map(str::to_owned))
+}
+
+impl DirectClient {
+    /// A direct client with the region and timeouts of `sqs` (an SQS client
+    /// built from `sdk`, as
+    /// [`crate::queue::sqs_client_for`] builds it) and the credentials
+    /// provider and endpoint settings of `sdk`. Resolves the endpoint and
+    /// loads the TLS roots (for `https`) now; [`DirectClient::prefetch`]
+    /// fetches the first credentials.
+    pub fn new(sdk: &aws_config::SdkConfig, sqs: &aws_sdk_sqs::Client) -> Result<Self, SetupError> {
+        let conf = sqs.config();
+        let region = conf
+            .region()
+            .map(|r| r.as_ref().to_owned())
+            .ok_or_else(|| {
+                SetupError::Config(ConfigError::new(
+                    "SQS_REGION",
+                    "",
+                    "a region: set AWS_REGION or SQS_REGION",
+                ))
+            })?;
+        let provider = sdk.credentials_provider().ok_or_else(|| {
+            setup_error(
+                "NoCredentials",
+                "the SDK configuration has no credentials provider",
+            )
+        })?;
+        let params = aws_sdk_sqs::config::endpoint::Params::builder()
+            .region(region.clone())
+            .set_use_fips(sdk.use_fips())
+            .set_use_dual_stack(sdk.use_dual_stack())
+            .set_endpoint(endpoint_override(sdk))
+            .build()
+            .map_err(|e| setup_error("InvalidEndpoint", e.to_string()))?;
+        // The SDK's own resolver for SQS (the client's is only set when a
+        // call is made). Its future is a ready one.
+        let resolver = aws_sdk_sqs::config::endpoint::DefaultResolver::new();
+        let endpoint = futures_util::FutureExt::now_or_never(
+            aws_sdk_sqs::config::endpoint::ResolveEndpoint::resolve_endpoint(&resolver, &params),
+        )
+        .ok_or_else(|| setup_error("InvalidEndpoint", "the endpoint resolver did not answer"))?
+        .map_err(|e| setup_error("InvalidEndpoint", e.to_string()))?;
+        let endpoint = endpoint_uri(endpoint.url())?;
+        let timeouts = conf.timeout_config();
+        let connect_timeout = timeouts
+            .and_then(|t| t.connect_timeout())
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        let call_timeout =
+            timeouts.and_then(
+                |t| match (t.operation_timeout(), t.operation_attempt_timeout()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                },
+            );
+        let https = endpoint.scheme_str() == Some("https");
+        let http = http_client(https, connect_timeout)?;
+        let client = DirectClient {
+            http,
+            endpoint,
+            region,
+            credentials: CredentialsCache::new(provider),
+            call_timeout,
+        };
+        tracing::info!(endpoint = %client.endpoint, region = %client.region, "SQS_CLIENT=direct: SendMessageBatch goes through the direct client");
+        Ok(client)
+    }
+
+    /// Fetch the first credentials now (at cold start), so that the first
+    /// call does not wait for them. A failure is only logged: every call
+    /// tries again.
+    pub async fn prefetch(&self) {
+        if let Err(e) = self.credentials.get().await {
+            tracing::warn!(error = %e.message, "SQS_CLIENT=direct: no credentials yet; every call will try again");
+        }
+    }
+
+    /// The endpoint the calls go to.
+    pub fn endpoint(&self) -> &http::Uri {
+        &self.endpoint
+    }
+
+    /// Send `items` to `queue_url` in one `SendMessageBatch` call.
+    pub async fn send_batch(
+        &self,
+        queue_url: &str,
+        items: &[BatchItem],
+    ) -> Result<Vec<(String, EntryResult)>, CallError> {
+        let call = self.call(queue_url, items);
+        match self.call_timeout {
+            None => call.await,
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(r) => r,
+                Err(_) => Err(timeout_error()),
+            },
+        }
+    }
+
+    async fn call(
+        &self,
+        queue_url: &str,
+        items: &[BatchItem],
+    ) -> Result<Vec<(String, EntryResult)>, CallError> {
+        let body = wire::request_body(queue_url, items).map_err(CallError::Failed)?;
+        let request = self.signed_request(body).await?;
+        let response = self.http.request(request).await.map_err(|e| {
+            CallError::Failed(Failure::transient(
+                "ConnectionError",
+                format!(
+                    "the SendMessageBatch call could not be made: {}",
+                    error_chain(&e)
+                ),
+            ))
+        })?;
+        let (parts, body) = response.into_parts();
+        let body = Limited::new(body, MAX_ANSWER_BYTES)
+            .collect()
+            .await
+            .map_err(|_| {
+                CallError::Failed(Failure::transient(
+                    "ResponseError",
+                    "the SendMessageBatch response could not be read",
+                ))
+            })?
+            .to_bytes();
+        if parts.status.is_success() {
+            return wire::parse_answer(&body);
+        }
+        let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
+        Err(wire::call_error(
+            parts.status.as_u16(),
+            header(wire::QUERY_ERROR_HEADER),
+            header("x-amzn-errortype"),
+            &body,
+        ))
+    }
+
+    async fn signed_request(&self, body: Vec<u8>) -> Result<http::Request<Full<Bytes>>, CallError> {
+        let identity = self.credentials.get().await.map_err(CallError::Failed)?;
+        let signing_failed = |what: &str| {
+            CallError::Failed(Failure::permanent(
+                "SigningFailed",
+                format!("the SendMessageBatch request could not be signed: {what}"),
+            ))
+        };
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("sqs")
+            .time(SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|_| signing_failed("signing parameters"))?
+            .into();
+        let uri = self.endpoint.to_string();
+        // Signed as the SDK signs: content-length too.
+        let length = body.len().to_string();
+        let headers = [
+            (CONTENT_LENGTH.as_str(), length.as_str()),
+            (CONTENT_TYPE.as_str(), wire::CONTENT_TYPE),
+            ("x-amz-target", wire::TARGET),
+            ("x-amzn-query-mode", "true"),
+        ];
+        let signable = SignableRequest::new(
+            "POST",
+            uri.as_str(),
+            headers.iter().copied(),
+            SignableBody::Bytes(&body),
+        )
+        .map_err(|_| signing_failed("the request"))?;
+        let (instructions, _signature) = sign(signable, &params)
+            .map_err(|_| signing_failed("the signature"))?
+            .into_parts();
+        let (signed, _query) = instructions.into_parts();
+        let mut request = http::Request::post(self.endpoint.clone())
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|_| signing_failed("the request"))?;
+        let h = request.headers_mut();
+        for (name, value) in headers {
+            let value =
+                HeaderValue::from_str(value).map_err(|_| signing_failed("a header value"))?;
+            h.insert(HeaderName::from_static(name), value);
+        }
+        for header in signed {
+            let mut value = HeaderValue::from_str(header.value())
+                .map_err(|_| signing_failed("a header value"))?;
+            value.set_sensitive(header.sensitive());
+            h.insert(header.name(), value);
+        }
+        Ok(request)
+    }
+}
+
+/// The transport `config` asks for (`SQS_CLIENT`) to `queue_url`:
+/// aws-sdk-sqs through `client`, or the direct client with `client`'s
+/// region, credentials and timeouts and `sdk`'s endpoint settings. Without
+/// `sdk` (a client of the caller's making, [`crate::queue::connect_with`])
+/// the SDK is used, and a warning says so.
+pub async fn transport(
+    client: aws_sdk_sqs::Client,
+    sdk: Option<&aws_config::SdkConfig>,
+    config: &crate::Config,
+    queue_url: String,
+) -> Result<crate::SqsTransport, SetupError> {
+    match (config.sqs_client, sdk) {
+        (SqsClient::Sdk, _) => Ok(crate::SqsTransport::new(client, queue_url)),
+        (SqsClient::Direct, Some(sdk)) => {
+            let direct = DirectClient::new(sdk, &client)?;
+            direct.prefetch().await;
+            Ok(crate::SqsTransport::direct(direct, queue_url))
+        }
+        (SqsClient::Direct, None) => {
+            tracing::warn!(
+                "SQS_CLIENT=direct needs the SDK configuration the client was built from; a client of the caller's making (connect_with) sends through aws-sdk-sqs"
+            );
+            Ok(crate::SqsTransport::new(client, queue_url))
+        }
+    }
+}
+
+fn timeout_error() -> CallError {
+    CallError::Failed(Failure::transient(
+        "Timeout",
+        "the SendMessageBatch call timed out",
+    ))
+}
+
+/// An error and its sources, each once (no request headers in any of them).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
+}
+
+/// The URI calls are posted to: the endpoint with the path `/` (SQS's JSON
+/// protocol posts to the root), any path the endpoint has kept.
+fn endpoint_uri(url: &str) -> Result<http::Uri, SetupError> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|_| setup_error("InvalidEndpoint", format!("not a URI: {url}")))?;
+    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+        return Err(setup_error(
+            "InvalidEndpoint",
+            format!("no scheme or host: {url}"),
+        ));
+    };
+    if scheme != "http" && scheme != "https" {
+        return Err(setup_error(
+            "InvalidEndpoint",
+            format!("not http or https: {url}"),
+        ));
+    }
+    let path = uri.path();
+    let path = if path.ends_with('/') {
+        path.to_owned()
+    } else {
+        format!("{path}/")
+    };
+    http::Uri::builder()
+        .scheme(scheme)
+        .authority(authority.as_str())
+        .path_and_query(path)
+        .build()
+        .map_err(|_| setup_error("InvalidEndpoint", format!("not a URI: {url}")))
+}
+
+fn http_client(https: bool, connect_timeout: Duration) -> Result<HttpClient, SetupError> {
+    let mut connector = HttpConnector::new();
+    connector.enforce_http(false);
+    connector.set_nodelay(true);
+    connector.set_connect_timeout(Some(connect_timeout));
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let builder = if https {
+        hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(provider)
+            .map_err(|e| setup_error("TlsSetup", format!("TLS roots: {e}")))?
+    } else {
+        // A plain-HTTP endpoint (local): no roots to load.
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| setup_error("TlsSetup", e.to_string()))?
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
+    };
+    let connector = builder
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(connector);
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .build(connector))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_paths() {
+        let u = |s: &str| {
+            endpoint_uri(s)
+                .map(|u| u.to_string())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            u("http://127.0.0.1:4566"),
+            Ok("http://127.0.0.1:4566/".into())
+        );
+        assert_eq!(
+            u("https://sqs.eu-west-1.amazonaws.com"),
+            Ok("https://sqs.eu-west-1.amazonaws.com/".into())
+        );
+        assert_eq!(u("http://h:1/p"), Ok("http://h:1/p/".into()));
+        assert!(u("ftp://h/").is_err());
+        assert!(u("/just/a/path").is_err());
+    }
+
+    #[test]
+    fn client_names() {
+        use crate::env::Word;
+        assert_eq!(SqsClient::from_word("sdk"), Some(SqsClient::Sdk));
+        assert_eq!(SqsClient::from_word("direct"), Some(SqsClient::Direct));
+        assert_eq!(SqsClient::from_word("Direct"), None);
+    }
+
+    #[tokio::test]
+    async fn endpoint_from_the_sdk_settings() {
+        use aws_credential_types::Credentials;
+        use aws_credential_types::provider::SharedCredentialsProvider;
+        let sdk = |endpoint: Option<&str>, fips: Option<bool>| {
+            let mut b = aws_config::SdkConfig::builder()
+                .region(aws_sdk_sqs::config::Region::new("eu-west-3"))
+                .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                    "AKID", "secret", None, None, "test",
+                )));
+            b.set_endpoint_url(endpoint.map(str::to_owned));
+            b.set_use_fips(fips);
+            b.build()
+        };
+        for (endpoint, fips, want) in [
+            (None, None, "https://sqs.eu-west-3.amazonaws.com/"),
+            (
+                None,
+                Some(true),
+                "https://sqs-fips.eu-west-3.amazonaws.com/",
+            ),
+            (
+                Some("http://127.0.0.1:4566"),
+                None,
+                "http://127.0.0.1:4566/",
+            ),
+        ] {
+            let sdk = sdk(endpoint, fips);
+            let client = crate::queue::sqs_client(&sdk);
+            let d = DirectClient::new(&sdk, &client);
+            match (want.starts_with("https"), d) {
+                (_, Ok(d)) => assert_eq!(d.endpoint().to_string(), want),
+                // No system roots where this runs: the TLS setup says so.
+                (true, Err(e)) => assert!(e.to_string().contains("TLS"), "{e}"),
+                (false, Err(e)) => panic!("{e}"),
+            }
+        }
+    }
+}

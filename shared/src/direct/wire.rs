@@ -1,0 +1,508 @@
+//! `SendMessageBatch` on the wire, AWS JSON 1.0: the request body, the
+//! answer and the error answer, mapped to [`EntryResult`]s and
+//! [`CallError`]s exactly as [`crate::transport::classify_sdk_error`] maps
+//! the SDK's.
+//!
+//! Pure functions, no I/O: every answer shape is unit-tested below. Nothing
+//! here panics on what the network sends.
+
+use base64::display::Base64Display;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::ser::{SerializeMap, SerializeStruct};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::message::{Attribute, AttributeValue};
+use crate::outcome::Failure;
+use crate::retry::{bare_code, call_retryable};
+use crate::transport::{BatchItem, CallError, EntryResult};
+
+/// `X-Amz-Target` of the call.
+pub const TARGET: &str = "AmazonSQS.SendMessageBatch";
+/// `Content-Type` of AWS JSON 1.0.
+pub const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
+/// The header of SQS's query-compatible error code (`Code;Sender`).
+pub const QUERY_ERROR_HEADER: &str = "x-amzn-query-error";
+
+/// The request, borrowing every string from the items: no per-entry copies.
+struct Request<'a> {
+    queue_url: &'a str,
+    items: &'a [BatchItem],
+}
+
+struct Entries<'a>(&'a [BatchItem]);
+struct EntryJson<'a>(&'a BatchItem);
+struct Attributes<'a>(&'a [Attribute]);
+struct AttributeJson<'a>(&'a Attribute);
+
+impl Serialize for Request<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("SendMessageBatchRequest", 2)?;
+        st.serialize_field("QueueUrl", self.queue_url)?;
+        st.serialize_field("Entries", &Entries(self.items))?;
+        st.end()
+    }
+}
+
+impl Serialize for Entries<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(EntryJson))
+    }
+}
+
+impl Serialize for EntryJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let item = self.0;
+        let e = &item.entry;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("Id", &item.id)?;
+        m.serialize_entry("MessageBody", &e.body)?;
+        if let Some(d) = e.delay_seconds {
+            m.serialize_entry("DelaySeconds", &d)?;
+        }
+        if !e.attributes.is_empty() {
+            m.serialize_entry("MessageAttributes", &Attributes(&e.attributes))?;
+        }
+        if let Some(id) = &e.deduplication_id {
+            m.serialize_entry("MessageDeduplicationId", id)?;
+        }
+        if let Some(id) = &e.group_id {
+            m.serialize_entry("MessageGroupId", id)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Attributes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for a in self.0 {
+            m.serialize_entry(a.name.as_ref(), &AttributeJson(a))?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for AttributeJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        let mut st = s.serialize_struct("MessageAttributeValue", 2)?;
+        st.serialize_field("DataType", a.data_type.as_ref())?;
+        match &a.value {
+            AttributeValue::String(v) | AttributeValue::Number(v) => {
+                st.serialize_field("StringValue", v)?;
+            }
+            // Base64 written straight into the body, no intermediate string.
+            AttributeValue::Binary(b) => {
+                st.serialize_field("BinaryValue", &Base64Str(b))?;
+            }
+        }
+        st.end()
+    }
+}
+
+struct Base64Str<'a>(&'a [u8]);
+
+impl Serialize for Base64Str<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&Base64Display::new(self.0, &BASE64))
+    }
+}
+
+/// The request body for `items` to `queue_url`, in one buffer sized from the
+/// entries' SQS sizes (JSON escaping and base64 may grow it).
+pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Failure> {
+    let estimate = queue_url.len()
+        + 32
+        + items
+            .iter()
+            .map(|i| i.entry.size + 64 * (1 + i.entry.attributes.len()) + i.id.len())
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(estimate);
+    serde_json::to_writer(&mut out, &Request { queue_url, items })
+        .map_err(|e| Failure::permanent("RequestConstructionFailed", e.to_string()))?;
+    Ok(out)
+}
+
+#[derive(Deserialize)]
+struct Answer {
+    #[serde(rename = "Successful", default)]
+    successful: Vec<Successful>,
+    #[serde(rename = "Failed", default)]
+    failed: Vec<Failed>,
+}
+
+#[derive(Deserialize)]
+struct Successful {
+    #[serde(rename = "Id")]
+    id: String,
+    #[serde(rename = "MessageId")]
+    message_id: String,
+    #[serde(rename = "SequenceNumber", default)]
+    sequence_number: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Failed {
+    #[serde(rename = "Id")]
+    id: String,
+    #[serde(rename = "Code")]
+    code: String,
+    #[serde(rename = "Message", default)]
+    message: Option<String>,
+    #[serde(rename = "SenderFault", default)]
+    sender_fault: bool,
+}
+
+/// The entries of a successful (2xx) answer, keyed by id. An answer that is
+/// not the expected JSON is a transient `ResponseError`, as the SDK's
+/// `ResponseError` is.
+pub fn parse_answer(body: &[u8]) -> Result<Vec<(String, EntryResult)>, CallError> {
+    let answer: Answer = serde_json::from_slice(body).map_err(|_| {
+        CallError::Failed(Failure::transient(
+            "ResponseError",
+            "the SendMessageBatch response could not be read",
+        ))
+    })?;
+    let mut out = Vec::with_capacity(answer.successful.len() + answer.failed.len());
+    for s in answer.successful {
+        out.push((
+            s.id,
+            EntryResult::Sent {
+                message_id: s.message_id,
+                sequence_number: s.sequence_number,
+            },
+        ));
+    }
+    for f in answer.failed {
+        out.push((
+            f.id,
+            EntryResult::Failed {
+                code: f.code,
+                message: f.message.unwrap_or_default(),
+                sender_fault: f.sender_fault,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// `code` and `message` of an AWS JSON error body, as the SDK reads them:
+/// `code`, else `__type`; `message`, `Message` or `errorMessage`. Anything
+/// that is not a JSON object gives neither.
+fn error_body(body: &[u8]) -> (Option<String>, Option<String>) {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(body)
+    else {
+        return (None, None);
+    };
+    let text = |k: &str| map.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    let code = text("code").or_else(|| text("__type"));
+    let message = text("message")
+        .or_else(|| text("Message"))
+        .or_else(|| text("errorMessage"));
+    (code, message)
+}
+
+/// An error code without a trailing `:<url>` and a leading `<namespace>#`,
+/// as the SDK's `sanitize_error_code` leaves it.
+pub fn sanitize_error_code(code: &str) -> &str {
+    let code = code.split_once(':').map_or(code, |(c, _)| c);
+    code.split_once('#').map_or(code, |(_, c)| c)
+}
+
+/// The whole-call error of a non-2xx answer, as
+/// [`crate::transport::classify_sdk_error`] classifies the SDK's: the code
+/// is the query-compatible one (`x-amzn-query-error`) when SQS sends it,
+/// else `x-amzn-errortype`, else the body's (sanitized); no code at all
+/// (a non-JSON 5xx from a proxy) is `UnknownError`, retryable by its
+/// status. `BatchRequestTooLong`, in either spelling, is
+/// [`CallError::TooLong`].
+pub fn call_error(
+    status: u16,
+    query_error: Option<&str>,
+    error_type: Option<&str>,
+    body: &[u8],
+) -> CallError {
+    let (body_code, message) = error_body(body);
+    let query_code = query_error.and_then(|h| h.split_once(';').map(|(c, _)| c));
+    let code: Option<String> = match query_code {
+        Some(c) => Some(c.to_owned()),
+        None => error_type
+            .or(body_code.as_deref())
+            .map(|c| sanitize_error_code(c).to_owned()),
+    };
+    let message = message.unwrap_or_default();
+    if code
+        .as_deref()
+        .is_some_and(|c| bare_code(c) == "BatchRequestTooLong")
+    {
+        return CallError::TooLong(message);
+    }
+    let code = code.unwrap_or_else(|| "UnknownError".to_owned());
+    let message = if message.is_empty() {
+        format!("SendMessageBatch failed with HTTP {status}")
+    } else {
+        message
+    };
+    let retryable = call_retryable(Some(&code), Some(status));
+    CallError::Failed(Failure::new(code, message, retryable))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::encode::Entry;
+
+    fn item(id: &str, body: &str, attributes: Vec<Attribute>) -> BatchItem {
+        BatchItem {
+            id: id.into(),
+            entry: Arc::new(Entry {
+                body: body.into(),
+                attributes,
+                group_id: None,
+                deduplication_id: None,
+                delay_seconds: None,
+                encoded: false,
+                size: body.len(),
+            }),
+        }
+    }
+
+    #[test]
+    fn request_body_shape() {
+        let mut fifo = item("1", "b\"\u{7}é", vec![]);
+        if let Some(e) = Arc::get_mut(&mut fifo.entry) {
+            e.group_id = Some("g".into());
+            e.deduplication_id = Some("d".into());
+        }
+        let mut delayed = item("2", "x", vec![]);
+        if let Some(e) = Arc::get_mut(&mut delayed.entry) {
+            e.delay_seconds = Some(5);
+        }
+        let items = vec![
+            item(
+                "0",
+                "hello",
+                vec![
+                    Attribute::string("s", "v"),
+                    Attribute {
+                        name: Cow::Borrowed("n"),
+                        data_type: Cow::Borrowed("Number.int"),
+                        value: AttributeValue::Number("42".into()),
+                    },
+                    Attribute::binary("b", vec![0, 1, 2, 0xff]),
+                ],
+            ),
+            fifo,
+            delayed,
+        ];
+        let body = request_body("http://127.0.0.1:4566/000000000000/q", &items).expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "QueueUrl": "http://127.0.0.1:4566/000000000000/q",
+                "Entries": [
+                    {"Id": "0", "MessageBody": "hello", "MessageAttributes": {
+                        "s": {"DataType": "String", "StringValue": "v"},
+                        "n": {"DataType": "Number.int", "StringValue": "42"},
+                        "b": {"DataType": "Binary", "BinaryValue": "AAEC/w=="},
+                    }},
+                    {"Id": "1", "MessageBody": "b\"\u{7}é",
+                     "MessageDeduplicationId": "d", "MessageGroupId": "g"},
+                    {"Id": "2", "MessageBody": "x", "DelaySeconds": 5},
+                ]
+            })
+        );
+        // The same bytes the SDK would write for the first entry, key order
+        // included (the SDK writes Id, MessageBody, DelaySeconds,
+        // MessageAttributes, ..., MessageDeduplicationId, MessageGroupId).
+        let text = std::str::from_utf8(&body).expect("utf-8");
+        assert!(text.starts_with(r#"{"QueueUrl":"http://127.0.0.1:4566/000000000000/q","Entries":[{"Id":"0","MessageBody":"hello","MessageAttributes":{"s":{"DataType":"String","StringValue":"v"}"#), "{text}");
+    }
+
+    #[test]
+    fn answer_with_a_partial_failure() {
+        let body = br#"{"Successful":[{"Id":"0","MessageId":"8c1b5c6e-0d8c-4b9e-9d55-8f1d3a8e2f10","MD5OfMessageBody":"5d41402abc4b2a76b9719d911017c592","MD5OfMessageAttributes":"x"},{"Id":"2","MessageId":"m2","MD5OfMessageBody":"y","SequenceNumber":"18887"}],"Failed":[{"Id":"1","SenderFault":false,"Code":"InternalError","Message":"try again"},{"Id":"3","SenderFault":true,"Code":"InvalidParameterValue"}]}"#;
+        let got = parse_answer(body).expect("answer");
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "0".into(),
+                    EntryResult::Sent {
+                        message_id: "8c1b5c6e-0d8c-4b9e-9d55-8f1d3a8e2f10".into(),
+                        sequence_number: None
+                    }
+                ),
+                (
+                    "2".into(),
+                    EntryResult::Sent {
+                        message_id: "m2".into(),
+                        sequence_number: Some("18887".into())
+                    }
+                ),
+                (
+                    "1".into(),
+                    EntryResult::Failed {
+                        code: "InternalError".into(),
+                        message: "try again".into(),
+                        sender_fault: false
+                    }
+                ),
+                (
+                    "3".into(),
+                    EntryResult::Failed {
+                        code: "InvalidParameterValue".into(),
+                        message: String::new(),
+                        sender_fault: true
+                    }
+                ),
+            ]
+        );
+        // Either list may be missing; unknown fields are ignored.
+        assert_eq!(parse_answer(br#"{"Failed":[]}"#), Ok(vec![]));
+        assert_eq!(parse_answer(br#"{"Other":1}"#), Ok(vec![]));
+    }
+
+    #[test]
+    fn unreadable_answers_are_transient_response_errors() {
+        for body in [
+            &b""[..],
+            b"<html>",
+            b"{\"Successful\":[{\"Id\":1}]}",
+            b"[1]",
+            b"\xff\xfe",
+        ] {
+            match parse_answer(body) {
+                Err(CallError::Failed(f)) => {
+                    assert_eq!(f.code, "ResponseError");
+                    assert!(f.retryable);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    fn failed(e: CallError) -> Failure {
+        match e {
+            CallError::Failed(f) => f,
+            CallError::TooLong(m) => panic!("TooLong({m})"),
+        }
+    }
+
+    #[test]
+    fn throttling_is_retryable() {
+        // What SQS answers (JSON protocol, query-compatible header).
+        let f = failed(call_error(
+            400,
+            Some("AWS.SimpleQueueService.RequestThrottled;Sender"),
+            None,
+            br#"{"__type":"com.amazonaws.sqs#RequestThrottled","message":"Rate exceeded"}"#,
+        ));
+        assert_eq!(f.code, "AWS.SimpleQueueService.RequestThrottled");
+        assert_eq!(f.message, "Rate exceeded");
+        assert!(f.retryable);
+        // Without the header: the sanitized __type.
+        let f = failed(call_error(
+            400,
+            None,
+            None,
+            br#"{"__type":"com.amazon.coral.availability#ThrottlingException:http://internal.amazon.com/","message":"slow down"}"#,
+        ));
+        assert_eq!(f.code, "ThrottlingException");
+        assert!(f.retryable);
+    }
+
+    #[test]
+    fn batch_request_too_long_splits() {
+        assert_eq!(
+            call_error(
+                400,
+                Some("AWS.SimpleQueueService.BatchRequestTooLong;Sender"),
+                None,
+                br#"{"__type":"com.amazonaws.sqs#BatchRequestTooLong","message":"Batch requests cannot be longer than 1048576 bytes."}"#,
+            ),
+            CallError::TooLong("Batch requests cannot be longer than 1048576 bytes.".into())
+        );
+        assert_eq!(
+            call_error(
+                400,
+                None,
+                None,
+                br#"{"__type":"com.amazonaws.sqs#BatchRequestTooLong"}"#
+            ),
+            CallError::TooLong(String::new())
+        );
+    }
+
+    #[test]
+    fn permanent_errors_and_non_json_answers() {
+        let f = failed(call_error(
+            400,
+            Some("AWS.SimpleQueueService.NonExistentQueue;Sender"),
+            None,
+            br#"{"__type":"com.amazonaws.sqs#QueueDoesNotExist","message":"The specified queue does not exist."}"#,
+        ));
+        assert_eq!(f.code, "AWS.SimpleQueueService.NonExistentQueue");
+        assert!(!f.retryable);
+        let f = failed(call_error(
+            403,
+            None,
+            Some("AccessDeniedException:http://x"),
+            br#"{"Message":"User is not authorized"}"#,
+        ));
+        assert_eq!(f.code, "AccessDeniedException");
+        assert_eq!(f.message, "User is not authorized");
+        assert!(!f.retryable);
+        let f = failed(call_error(
+            400,
+            None,
+            None,
+            br#"{"__type":"com.amazonaws.sqs#KmsDisabled","message":"k"}"#,
+        ));
+        assert_eq!(f.code, "KmsDisabled");
+        assert!(!f.retryable);
+        // A load balancer's HTML 503: no code, retried by its status.
+        let f = failed(call_error(
+            503,
+            None,
+            None,
+            b"<html><body>Service Unavailable</body></html>",
+        ));
+        assert_eq!(f.code, "UnknownError");
+        assert_eq!(f.message, "SendMessageBatch failed with HTTP 503");
+        assert!(f.retryable);
+        let f = failed(call_error(400, None, None, b""));
+        assert_eq!(f.code, "UnknownError");
+        assert!(!f.retryable);
+        // A malformed header is ignored, the body's code used.
+        let f = failed(call_error(
+            500,
+            Some("garbage"),
+            None,
+            br#"{"__type":"InternalError"}"#,
+        ));
+        assert_eq!(f.code, "InternalError");
+        assert!(f.retryable);
+    }
+
+    #[test]
+    fn codes_are_sanitized_like_the_sdk() {
+        assert_eq!(
+            sanitize_error_code("aws.protocoltests#FooError"),
+            "FooError"
+        );
+        assert_eq!(
+            sanitize_error_code("FooError:http://internal.amazon.com/coral/"),
+            "FooError"
+        );
+        assert_eq!(
+            sanitize_error_code("aws.protocoltests.restjson#FooError:http://x/"),
+            "FooError"
+        );
+        assert_eq!(sanitize_error_code("FooError"), "FooError");
+    }
+}
