@@ -32,7 +32,7 @@ async fn connect(url: &str, fifo_groups: bool) -> Forwarder<SqsTransport> {
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::queue::connect_sdk(&sdk(), &config, fifo_groups)
+    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(), &config, fifo_groups)
         .await
         .expect("connect");
     assert!(fwd.transport().is_direct());

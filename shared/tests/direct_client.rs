@@ -194,7 +194,7 @@ async fn connect_picks_the_client_from_sqs_client() {
             _ => None,
         })
         .expect("config");
-        let fwd = sqs_forwarder::queue::connect_sdk(&sdk(&server.uri(), None), &config, false)
+        let fwd = sqs_forwarder::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
             .await
             .expect("connect");
         assert_eq!(fwd.transport().is_direct(), direct, "{value:?}");

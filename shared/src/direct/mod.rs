@@ -50,9 +50,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 
-use crate::config::ConfigError;
-use crate::outcome::Failure;
+use crate::error::ConfigError;
 use crate::error::SetupError;
+use crate::outcome::Failure;
 use crate::transport::{BatchItem, CallError, EntryResult};
 
 use self::credentials::CredentialsCache;
@@ -321,7 +321,7 @@ impl DirectClient {
 /// The transport `config` asks for (`SQS_CLIENT`) to `queue_url`:
 /// aws-sdk-sqs through `client`, or the direct client with `client`'s
 /// region, credentials and timeouts and `sdk`'s endpoint settings. Without
-/// `sdk` (a client of the caller's making, [`crate::queue::connect_with`])
+/// `sdk` (a client of the caller's making, [`crate::startup::connect_with`])
 /// the SDK is used, and a warning says so.
 pub async fn transport(
     client: aws_sdk_sqs::Client,

@@ -22,25 +22,21 @@
 //! RabbitMQ queue, say), and `POST /__epoch` to the stub so that each
 //! invocation's SQS calls are counted apart.
 
-use std::convert::Infallible;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::Serialize;
-use tokio::net::TcpListener;
-use tokio::sync::{mpsc, oneshot};
 
 use bench_support::cpu;
+
+mod api;
+mod interactive;
+
+use api::{Api, Posted, head, start_api};
+pub use interactive::run_interactive;
 
 const PREFIX: &str = "/2018-06-01/runtime";
 
@@ -126,119 +122,6 @@ pub struct Report {
     pub throttled_ms: Option<f64>,
 }
 
-struct Poll {
-    at: Instant,
-    reply: oneshot::Sender<(String, Bytes)>,
-}
-
-enum Posted {
-    Answer {
-        request_id: String,
-        kind: String,
-        body: Bytes,
-        at: Instant,
-    },
-    InitError(Bytes),
-}
-
-struct Channels {
-    polls: mpsc::UnboundedSender<Poll>,
-    posted: mpsc::UnboundedSender<Posted>,
-    timeout: Duration,
-    name: String,
-}
-
-fn epoch_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0)
-}
-
-fn status(code: StatusCode) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::new()));
-    *r.status_mut() = code;
-    r
-}
-
-async fn runtime_api(
-    ch: Arc<Channels>,
-    req: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    let Some(rest) = path.strip_prefix(PREFIX) else {
-        return Ok(status(StatusCode::NOT_FOUND));
-    };
-    let parts: Vec<&str> = rest.trim_matches('/').split('/').collect();
-    if method == Method::GET && parts == ["invocation", "next"] {
-        let (tx, rx) = oneshot::channel();
-        if ch
-            .polls
-            .send(Poll {
-                at: Instant::now(),
-                reply: tx,
-            })
-            .is_err()
-        {
-            std::future::pending::<()>().await;
-        }
-        let Ok((request_id, event)) = rx.await else {
-            // No more events: keep the poll open until the function is stopped.
-            std::future::pending::<()>().await;
-            return Ok(status(StatusCode::GONE));
-        };
-        let deadline = epoch_ms() + ch.timeout.as_millis();
-        let mut r = Response::new(Full::new(event));
-        let h = r.headers_mut();
-        let pairs = [
-            ("content-type", "application/json".to_owned()),
-            ("lambda-runtime-aws-request-id", request_id),
-            ("lambda-runtime-deadline-ms", deadline.to_string()),
-            (
-                "lambda-runtime-invoked-function-arn",
-                format!("arn:aws:lambda:us-east-1:123456789012:function:{}", ch.name),
-            ),
-            (
-                "lambda-runtime-trace-id",
-                "Root=1-00000000-000000000000000000000000;Sampled=0".to_owned(),
-            ),
-        ];
-        for (k, v) in pairs {
-            if let Ok(v) = v.parse() {
-                h.insert(k, v);
-            }
-        }
-        return Ok(r);
-    }
-    if method != Method::POST {
-        return Ok(status(StatusCode::NOT_FOUND));
-    }
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let at = Instant::now();
-    match parts.as_slice() {
-        ["init", "error"] => {
-            let _ = ch.posted.send(Posted::InitError(body));
-            Ok(status(StatusCode::ACCEPTED))
-        }
-        ["invocation", id, kind @ ("response" | "error")] => {
-            let _ = ch.posted.send(Posted::Answer {
-                request_id: (*id).to_owned(),
-                kind: (*kind).to_owned(),
-                body,
-                at,
-            });
-            Ok(status(StatusCode::ACCEPTED))
-        }
-        _ => Ok(status(StatusCode::NOT_FOUND)),
-    }
-}
-
 /// `VmHWM` of a process, in KiB.
 pub fn peak_rss_kib(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -261,47 +144,6 @@ pub fn new_epoch(stub: &str) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::other("the stub refused POST /__epoch"))
     }
-}
-
-fn head(body: &[u8]) -> String {
-    String::from_utf8_lossy(body).chars().take(1_000).collect()
-}
-
-/// The runtime API, served on 127.0.0.1 until the process ends.
-struct Api {
-    addr: String,
-    polls: mpsc::UnboundedReceiver<Poll>,
-    posted: mpsc::UnboundedReceiver<Posted>,
-}
-
-async fn start_api(timeout: Duration, name: &str) -> std::io::Result<Api> {
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-    let addr = listener.local_addr()?.to_string();
-    let (poll_tx, polls) = mpsc::unbounded_channel();
-    let (posted_tx, posted) = mpsc::unbounded_channel();
-    let channels = Arc::new(Channels {
-        polls: poll_tx,
-        posted: posted_tx,
-        timeout,
-        name: name.to_owned(),
-    });
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let _ = stream.set_nodelay(true);
-            let ch = channels.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req| runtime_api(ch.clone(), req));
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    Ok(Api {
-        addr,
-        polls,
-        posted,
-    })
 }
 
 /// The function's command, with the environment Lambda gives; its output
@@ -543,206 +385,4 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
     let _ = child.start_kill();
     let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
     Ok(report)
-}
-
-/// One answer of an interactive run, printed as a JSON line.
-#[derive(Debug, Serialize)]
-pub struct Answer {
-    /// The invocation's number, from 0.
-    pub i: usize,
-    /// `response` or `error` (the function's answers); `timeout` (no answer
-    /// within the timeout: the process is stopped, as Lambda stops it),
-    /// `crashed` (the process ended), `init_error` (its cold start failed).
-    pub status: &'static str,
-    /// Event handed out to answer received, in milliseconds.
-    pub ms: f64,
-    /// The answer, whole.
-    pub body: String,
-    /// When this invocation started a new process: its cold start.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cold_start_ms: Option<f64>,
-}
-
-/// The function's process, while it runs.
-struct Running {
-    child: tokio::process::Child,
-    started: Instant,
-    fresh: bool,
-}
-
-async fn stop(running: &mut Option<Running>, api: &mut Api) {
-    if let Some(mut r) = running.take() {
-        let _ = r.child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(5), r.child.wait()).await;
-    }
-    // Polls the dead process left behind are of no use.
-    while api.polls.try_recv().is_ok() {}
-}
-
-async fn invoke_once(
-    config: &HarnessConfig,
-    api: &mut Api,
-    running: &mut Option<Running>,
-    starts: &mut usize,
-    i: usize,
-    event: Bytes,
-) -> std::io::Result<Answer> {
-    let limit = config.timeout + Duration::from_secs(2);
-    let answer = |status, ms, body: String, cold_start_ms| Answer {
-        i,
-        status,
-        ms,
-        body,
-        cold_start_ms,
-    };
-    if running.is_none() {
-        let mut cmd = function_command(config, &api.addr, *starts > 0 || config.log.is_none())?;
-        *running = Some(Running {
-            child: cmd.spawn()?,
-            started: Instant::now(),
-            fresh: true,
-        });
-        *starts += 1;
-    }
-    let Some(r) = running.as_mut() else {
-        return Err(std::io::Error::other("no process"));
-    };
-    let request_id = format!("soak-{i:07}");
-    let mut cold_start_ms = None;
-    let mut event = Some(event);
-    // Hand the event to the first live poll.
-    loop {
-        let poll = tokio::select! {
-            p = api.polls.recv() => match p {
-                Some(p) => p,
-                None => return Err(std::io::Error::other("the runtime API stopped")),
-            },
-            Some(Posted::InitError(body)) = api.posted.recv() => {
-                stop(running, api).await;
-                return Ok(answer("init_error", 0.0, String::from_utf8_lossy(&body).into_owned(), None));
-            }
-            s = r.child.wait() => {
-                let body = format!("the process ended before taking the event: {s:?}");
-                stop(running, api).await;
-                return Ok(answer("crashed", 0.0, body, None));
-            }
-            _ = tokio::time::sleep(limit) => {
-                stop(running, api).await;
-                return Ok(answer("timeout", 0.0, "no request for the event".into(), None));
-            }
-        };
-        if r.fresh {
-            r.fresh = false;
-            cold_start_ms = Some(poll.at.duration_since(r.started).as_secs_f64() * 1e3);
-        }
-        let Some(e) = event.take() else {
-            return Err(std::io::Error::other("no event"));
-        };
-        match poll.reply.send((request_id.clone(), e)) {
-            Ok(()) => break,
-            Err((_, e)) => event = Some(e),
-        }
-    }
-    let handed = Instant::now();
-    loop {
-        let got = tokio::select! {
-            p = api.posted.recv() => p,
-            s = r.child.wait() => {
-                let body = format!("the process ended during the invocation: {s:?}");
-                stop(running, api).await;
-                return Ok(answer("crashed", handed.elapsed().as_secs_f64() * 1e3, body, cold_start_ms));
-            }
-            _ = tokio::time::sleep(limit) => {
-                stop(running, api).await;
-                return Ok(answer("timeout", handed.elapsed().as_secs_f64() * 1e3, String::new(), cold_start_ms));
-            }
-        };
-        match got {
-            Some(Posted::Answer {
-                request_id: id,
-                kind,
-                body,
-                at,
-            }) if id == request_id => {
-                let status = if kind == "response" {
-                    "response"
-                } else {
-                    "error"
-                };
-                let ms = at.duration_since(handed).as_secs_f64() * 1e3;
-                return Ok(answer(
-                    status,
-                    ms,
-                    String::from_utf8_lossy(&body).into_owned(),
-                    cold_start_ms,
-                ));
-            }
-            Some(Posted::InitError(body)) => {
-                stop(running, api).await;
-                return Ok(answer(
-                    "init_error",
-                    0.0,
-                    String::from_utf8_lossy(&body).into_owned(),
-                    cold_start_ms,
-                ));
-            }
-            Some(_) => continue,
-            None => return Err(std::io::Error::other("the runtime API stopped")),
-        }
-    }
-}
-
-/// The soak's harness: read one event per line from stdin, hand each to the
-/// function, print each answer as one JSON line ([`Answer`]) on stdout. A
-/// process that crashes, fails its start or times out is stopped, and the
-/// next event starts a new one (a cold start), as Lambda does. At the end
-/// of stdin, a last line: `{"done": true, "starts": N, "peak_rss_kib": N}`.
-pub async fn run_interactive(config: HarnessConfig) -> std::io::Result<()> {
-    let mut api = start_api(config.timeout, &config.name).await?;
-    // stdin on a thread of its own (tokio's `io-std` is not among the
-    // workspace's features, and adding it would rebuild tokio for everyone).
-    let (line_tx, mut lines) = mpsc::unbounded_channel::<std::io::Result<String>>();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let end = line.is_err();
-            if line_tx.send(line).is_err() || end {
-                break;
-            }
-        }
-    });
-    let mut running = None;
-    let mut starts = 0usize;
-    let mut i = 0usize;
-    let mut out = std::io::stdout();
-    while let Some(line) = lines.recv().await {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let a = invoke_once(
-            &config,
-            &mut api,
-            &mut running,
-            &mut starts,
-            i,
-            Bytes::from(line),
-        )
-        .await?;
-        serde_json::to_writer(&mut out, &a).map_err(std::io::Error::other)?;
-        out.write_all(b"\n")?;
-        out.flush()?;
-        i += 1;
-    }
-    let peak = running
-        .as_ref()
-        .and_then(|r| r.child.id())
-        .and_then(peak_rss_kib);
-    stop(&mut running, &mut api).await;
-    serde_json::to_writer(
-        &mut out,
-        &serde_json::json!({"done": true, "starts": starts, "peak_rss_kib": peak}),
-    )
-    .map_err(std::io::Error::other)?;
-    out.write_all(b"\n")?;
-    out.flush()
 }
