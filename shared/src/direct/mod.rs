@@ -34,10 +34,10 @@
 //!   call from outside, as for the SDK path, and an operation or attempt
 //!   timeout set in the SDK configuration bounds it from inside.
 
+mod connect;
 pub mod credentials;
 pub mod wire;
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -45,16 +45,13 @@ use aws_sigv4::sign::v4;
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use crate::error::ConfigError;
 use crate::error::SetupError;
 use crate::outcome::Failure;
 use crate::transport::{BatchItem, CallError, EntryResult};
 
+use self::connect::{HttpClient, endpoint_override, endpoint_uri, http_client, setup_error};
 use self::credentials::CredentialsCache;
 
 /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
@@ -78,11 +75,6 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
 /// The most of an answer that is read: `SendMessageBatch` answers are a few
 /// KiB; anything past this is not one.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
-/// Idle keep-alive connections are closed after this long (hyper-util's
-/// default, as the SDK's client).
-const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-
-type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// The direct `SendMessageBatch` client for one endpoint and region.
 pub struct DirectClient {
@@ -101,31 +93,6 @@ impl std::fmt::Debug for DirectClient {
             .field("call_timeout", &self.call_timeout)
             .finish_non_exhaustive()
     }
-}
-
-fn setup_error(code: &str, message: impl Into<String>) -> SetupError {
-    SetupError::Queue {
-        queue: "(SQS_CLIENT=direct)".into(),
-        code: code.into(),
-        message: message.into(),
-    }
-}
-
-/// The SQS endpoint override in `sdk`, read as the SQS client reads it: a
-/// client-configured `endpoint_url` first, else `AWS_ENDPOINT_URL_SQS` (or
-/// the profile's SQS `endpoint_url`), else `AWS_ENDPOINT_URL`.
-fn endpoint_override(sdk: &aws_config::SdkConfig) -> Option<String> {
-    if sdk.get_origin("endpoint_url").is_client_config() {
-        return sdk.endpoint_url().map(str::to_owned);
-    }
-    let key = aws_types::service_config::ServiceConfigKey::builder()
-        .service_id("SQS")
-        .env("AWS_ENDPOINT_URL")
-        .profile("endpoint_url")
-        .build()
-        .ok();
-    key.and_then(|key| sdk.service_config().and_then(|c| c.load_config(key)))
-        .or_else(|| sdk.endpoint_url().map(str::to_owned))
 }
 
 impl DirectClient {
@@ -364,67 +331,6 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
         next = e.source();
     }
     parts.join(": ")
-}
-
-/// The URI calls are posted to: the endpoint with the path `/` (SQS's JSON
-/// protocol posts to the root), any path the endpoint has kept.
-fn endpoint_uri(url: &str) -> Result<http::Uri, SetupError> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|_| setup_error("InvalidEndpoint", format!("not a URI: {url}")))?;
-    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
-        return Err(setup_error(
-            "InvalidEndpoint",
-            format!("no scheme or host: {url}"),
-        ));
-    };
-    if scheme != "http" && scheme != "https" {
-        return Err(setup_error(
-            "InvalidEndpoint",
-            format!("not http or https: {url}"),
-        ));
-    }
-    let path = uri.path();
-    let path = if path.ends_with('/') {
-        path.to_owned()
-    } else {
-        format!("{path}/")
-    };
-    http::Uri::builder()
-        .scheme(scheme)
-        .authority(authority.as_str())
-        .path_and_query(path)
-        .build()
-        .map_err(|_| setup_error("InvalidEndpoint", format!("not a URI: {url}")))
-}
-
-fn http_client(https: bool, connect_timeout: Duration) -> Result<HttpClient, SetupError> {
-    let mut connector = HttpConnector::new();
-    connector.enforce_http(false);
-    connector.set_nodelay(true);
-    connector.set_connect_timeout(Some(connect_timeout));
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let builder = if https {
-        hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(provider)
-            .map_err(|e| setup_error("TlsSetup", format!("TLS roots: {e}")))?
-    } else {
-        // A plain-HTTP endpoint (local): no roots to load.
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| setup_error("TlsSetup", e.to_string()))?
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth();
-        hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls)
-    };
-    let connector = builder
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(connector);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .build(connector))
 }
 
 #[cfg(test)]
