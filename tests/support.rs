@@ -212,6 +212,7 @@ impl wiremock::Respond for Recorder {
 }
 
 impl RecordingSqs {
+    /// Start the recording endpoint on a free local port.
     pub async fn start() -> Self {
         let server = wiremock::MockServer::builder()
             // Every request is answered by the recorder; wiremock's own

@@ -81,9 +81,8 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 #[cfg(feature = "mimalloc")]
+#[allow(unsafe_code)] // mimalloc's options are set through its C API
 pub mod allocator;
 pub mod aws_names;
 pub mod batch;

@@ -28,6 +28,7 @@ fn set(vars: &[(&str, Option<&str>)]) {
     for (k, v) in vars {
         // SAFETY: the only test of this process; nothing else reads or
         // writes the environment meanwhile.
+        #[allow(unsafe_code)] // std::env::set_var is unsafe since edition 2024
         unsafe {
             match v {
                 Some(v) => std::env::set_var(k, v),

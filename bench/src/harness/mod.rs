@@ -225,6 +225,7 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
         let files = g.join_on_exec()?;
         // SAFETY: the closure only writes to files opened before the fork;
         // it allocates nothing and takes no lock.
+        #[allow(unsafe_code)] // the one way to join a cgroup before exec
         unsafe {
             cmd.pre_exec(move || cpu::join(&files));
         }

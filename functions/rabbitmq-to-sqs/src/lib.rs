@@ -25,8 +25,6 @@
 //! The broker password never appears in logs or errors ([`broker`]); it may
 //! come from AWS Secrets Manager ([`secret`]).
 
-#![warn(missing_docs)]
-
 pub mod acks;
 pub mod amazon_mq;
 pub mod broker;

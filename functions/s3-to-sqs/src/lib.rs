@@ -21,8 +21,6 @@
 //! [`object`] (open the object) → [`lines`] (read and forward lines) →
 //! `Forwarder::send_all` → [`handler`] (the answer).
 
-#![warn(missing_docs)]
-
 pub mod event;
 pub mod handler;
 pub mod lambda;
