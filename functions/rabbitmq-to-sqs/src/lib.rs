@@ -318,57 +318,24 @@ impl<T: Transport> Function<T> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use sqs_forwarder::encode::EncodeRules;
-    use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+    use sqs_forwarder::test_support::{FakeSqs, Reply};
     use sqs_forwarder::{Env, SendSettings};
 
     use super::*;
 
-    #[derive(Debug, Clone, Default)]
-    struct Recorder {
-        calls: Arc<AtomicUsize>,
-        bodies: Arc<std::sync::Mutex<Vec<String>>>,
+    /// SQS for these tests: fails every entry whose body says "fail"
+    /// (`InternalError`, retryable) and records every call.
+    fn recorder() -> FakeSqs {
+        FakeSqs::new().fail_where(
+            |a| a.entry.body.contains("fail"),
+            Reply::INTERNAL.with_message("boom"),
+        )
     }
 
-    impl Transport for Recorder {
-        fn send_batch<'a>(
-            &'a self,
-            items: &'a [BatchItem],
-        ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>> {
-            Box::pin(async move {
-                self.calls.fetch_add(1, Ordering::SeqCst);
-                let mut out = Vec::new();
-                for i in items {
-                    if let Ok(mut b) = self.bodies.lock() {
-                        b.push(i.entry.body.clone());
-                    }
-                    out.push((
-                        i.id.clone(),
-                        if i.entry.body.contains("fail") {
-                            EntryResult::Failed {
-                                code: "InternalError".into(),
-                                message: "boom".into(),
-                                sender_fault: false,
-                            }
-                        } else {
-                            EntryResult::Sent {
-                                message_id: format!("id-{}", i.id),
-                                sequence_number: None,
-                            }
-                        },
-                    ));
-                }
-                Ok(out)
-            })
-        }
-    }
-
-    fn function(vars: &[(&str, &str)], fifo: bool) -> (Function<Recorder>, Recorder) {
+    fn function(vars: &[(&str, &str)], fifo: bool) -> (Function<FakeSqs>, FakeSqs) {
         let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
-        let recorder = Recorder::default();
+        let recorder = recorder();
         let mut send = SendSettings::default();
         send.retry.max_attempts = 1;
         let rules = EncodeRules {
@@ -397,11 +364,7 @@ mod tests {
             .expect("settings");
         let e = Function::new(
             settings,
-            Forwarder::new(
-                Recorder::default(),
-                SendSettings::default(),
-                EncodeRules::default(),
-            ),
+            Forwarder::new(recorder(), SendSettings::default(), EncodeRules::default()),
             std::time::Duration::ZERO,
             None,
         )
@@ -421,11 +384,7 @@ mod tests {
         .expect("settings");
         let e = Function::new(
             settings,
-            Forwarder::new(
-                Recorder::default(),
-                SendSettings::default(),
-                EncodeRules::default(),
-            ),
+            Forwarder::new(recorder(), SendSettings::default(), EncodeRules::default()),
             std::time::Duration::ZERO,
             None,
         )
@@ -444,7 +403,7 @@ mod tests {
             assert!(matches!(e, HandlerError::NotConfigured), "{name}: {e}");
             assert!(e.to_string().contains("RABBITMQ_URL"));
         }
-        assert_eq!(recorder.calls.load(Ordering::SeqCst), 0);
+        assert_eq!(recorder.call_count(), 0);
     }
 
     #[tokio::test]
@@ -474,7 +433,11 @@ mod tests {
             .expect("sent");
         assert_eq!(out["received"], 3);
         assert_eq!(out["sent"], 3);
-        let bodies = recorder.bodies.lock().expect("bodies").clone();
+        let bodies = recorder
+            .seen()
+            .iter()
+            .map(|e| e.body.clone())
+            .collect::<Vec<_>>();
         assert_eq!(bodies.len(), 3);
         assert!(bodies.contains(&r#"{"order":1001,"total":"42.50"}"#.to_owned()));
     }
@@ -525,6 +488,6 @@ mod tests {
         }
         assert!(e.to_string().contains("dead-letter exchange"));
         // The others went out, with their correlation ids as deduplication ids.
-        assert_eq!(recorder.bodies.lock().expect("bodies").len(), 2);
+        assert_eq!(recorder.seen().len(), 2);
     }
 }
