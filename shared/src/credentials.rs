@@ -69,8 +69,9 @@ pub async fn assume_role(base: SdkConfig, role: &AssumeRole) -> Result<SdkConfig
 
 /// An error and its sources, each once: `loading credentials: service
 /// error: ... (AccessDenied): User ... is not authorized ...`, without the
-/// raw response the SDK's debug output would add.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+/// raw response the SDK's debug output would add (nor, for the direct
+/// client's HTTP errors, any request header).
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut next = Some(error);
     while let Some(e) = next {

@@ -46,6 +46,7 @@ use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 
+use crate::credentials::error_chain;
 use crate::error::ConfigError;
 use crate::error::SetupError;
 use crate::outcome::Failure;
@@ -317,20 +318,6 @@ fn timeout_error() -> CallError {
         "Timeout",
         "the SendMessageBatch call timed out",
     ))
-}
-
-/// An error and its sources, each once (no request headers in any of them).
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(error);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        next = e.source();
-    }
-    parts.join(": ")
 }
 
 #[cfg(test)]
