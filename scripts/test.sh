@@ -30,8 +30,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 disk "before test"
 echo "== cargo test (local SQS at $endpoint)"
 cargo test --workspace 2>&1 | tee .local/test.log
-echo "== the fault tests again through the direct client (SQS_CLIENT=direct)"
-SQS_CLIENT=direct cargo test -p sqs-forwarder --test faults 2>&1 | tee -a .local/test.log
+echo "== the fault tests again through aws-sdk-sqs (SQS_CLIENT=sdk)"
+SQS_CLIENT=sdk cargo test -p sqs-forwarder --test faults 2>&1 | tee -a .local/test.log
 disk "before cargo-lambda"
 echo "== the README's cargo-lambda commands (scripts/readme-cargo-lambda.sh)"
 scripts/readme-cargo-lambda.sh 2>&1 | tee .local/cargo-lambda.log

@@ -187,7 +187,7 @@ async fn connect_picks_the_client_from_sqs_client() {
         .mount(&server)
         .await;
     let url = format!("{}/000000000000/q", server.uri());
-    for (value, direct) in [(None, false), (Some("sdk"), false), (Some("direct"), true)] {
+    for (value, direct) in [(None, true), (Some("sdk"), false), (Some("direct"), true)] {
         let config = Config::from_lookup(|k| match k {
             "QUEUE_URL" => Some(url.clone()),
             "SQS_CLIENT" => value.map(str::to_owned),

@@ -191,12 +191,12 @@ fn client(endpoint: &str) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(conf)
 }
 
-/// The SDK's transport, or with `SQS_CLIENT=direct` in the test's
-/// environment the direct client's (`scripts/test.sh` runs these tests
+/// The direct client's transport (the default), or with `SQS_CLIENT=sdk`
+/// in the test's environment the SDK's (`scripts/test.sh` runs these tests
 /// both ways).
 fn forwarder(endpoint: &str, settings: SendSettings) -> Forwarder<SqsTransport> {
     let url = format!("{endpoint}/000000000000/q");
-    let transport = if std::env::var("SQS_CLIENT").as_deref() == Ok("direct") {
+    let transport = if std::env::var("SQS_CLIENT").as_deref() != Ok("sdk") {
         let sdk = aws_config::SdkConfig::builder()
             .behavior_version(BehaviorVersion::latest())
             .region(Region::new("us-east-1"))

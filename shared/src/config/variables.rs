@@ -42,7 +42,7 @@ pub const SQS_REGION: Variable = Variable::text(
     "an AWS region name such as eu-west-1 or cn-north-1",
 );
 /// `SQS_CLIENT`.
-pub const SQS_CLIENT: Variable = Variable::words::<SqsClient>("SQS_CLIENT", "sdk");
+pub const SQS_CLIENT: Variable = Variable::words::<SqsClient>("SQS_CLIENT", "direct");
 /// `ASSUME_ROLE_ARN`.
 pub const ASSUME_ROLE_ARN: Variable = Variable::text(
     "ASSUME_ROLE_ARN",

@@ -1,5 +1,6 @@
-//! A direct `SendMessageBatch` client (`SQS_CLIENT=direct`): the one call
-//! the forwarder makes, without the SDK's per-call machinery.
+//! The direct `SendMessageBatch` client (`SQS_CLIENT=direct`, the default):
+//! the one call the forwarder makes, without the SDK's per-call machinery.
+//! `SQS_CLIENT=sdk` sends through aws-sdk-sqs instead.
 //!
 //! The benchmark (README, "Benchmarks") puts about 60% of the forwarder's
 //! CPU in aws-sdk-sqs's per-call work: the orchestrator, interceptors, config
@@ -25,7 +26,10 @@
 //! * **Credentials**: the SDK client's credentials provider (the function's,
 //!   or the assumed role's), cached until 30 seconds before they expire; one
 //!   caller refreshes while the others keep signing with the still-valid
-//!   ones ([`credentials`]). Signed with `aws-sigv4`, as the SDK signs.
+//!   ones ([`credentials`]). Signed with `aws-sigv4`, as the SDK signs;
+//!   `tests/direct_signature.rs` checks the signature with a SigV4
+//!   verifier written from AWS's specification and pinned to its published
+//!   example, which also accepts the SDK's own request.
 //! * **HTTP**: hyper-util's pooled client (keep-alive, HTTP/1.1), rustls
 //!   with aws-lc-rs and the system's roots for `https`, as the SDK's default
 //!   client; its connect timeout is the SDK configuration's (3.1 s by
@@ -58,10 +62,10 @@ use self::credentials::CredentialsCache;
 /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SqsClient {
-    /// aws-sdk-sqs (the default).
-    #[default]
+    /// aws-sdk-sqs.
     Sdk,
-    /// The direct client of this module.
+    /// The direct client of this module (the default).
+    #[default]
     Direct,
 }
 
@@ -290,7 +294,7 @@ impl DirectClient {
 /// aws-sdk-sqs through `client`, or the direct client with `client`'s
 /// region, credentials and timeouts and `sdk`'s endpoint settings. Without
 /// `sdk` (a client of the caller's making, [`crate::startup::connect_with`])
-/// the SDK is used, and a warning says so.
+/// the SDK is used, and the log says so.
 pub async fn transport(
     client: aws_sdk_sqs::Client,
     sdk: Option<&aws_config::SdkConfig>,
@@ -305,8 +309,8 @@ pub async fn transport(
             Ok(crate::SqsTransport::direct(direct, queue_url))
         }
         (SqsClient::Direct, None) => {
-            tracing::warn!(
-                "SQS_CLIENT=direct needs the SDK configuration the client was built from; a client of the caller's making (connect_with) sends through aws-sdk-sqs"
+            tracing::info!(
+                "a client of the caller's making (connect_with) sends through aws-sdk-sqs: the direct client needs the SDK configuration the client was built from (connect, connect_sdk)"
             );
             Ok(crate::SqsTransport::new(client, queue_url))
         }
