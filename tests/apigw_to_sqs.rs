@@ -12,9 +12,8 @@ use apigw_to_sqs::{Handler, Settings};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use forwarder_e2e::{attributes, client, create_queue, drain};
+use forwarder_e2e::{attributes, client, connect, create_queue, drain};
 use serde_json::Value;
-use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Env, Forwarder, SqsTransport};
 
@@ -36,9 +35,7 @@ async fn handler(
     own: &[(&str, &str)],
 ) -> Handler<SqsTransport> {
     let config = config(url, shared);
-    let forwarder = connect_with(client(), &config, true)
-        .await
-        .expect("connect to the local queue");
+    let forwarder = connect(&config, true).await;
     let settings = Settings::from_env(&Env::from_pairs(own)).expect("valid settings");
     Handler::new(forwarder, settings, config.deadline_margin)
 }
@@ -278,9 +275,7 @@ async fn throttled_messages_are_207_or_429_and_the_rest_arrive() {
         ("RETRY_MAX_DELAY_MS", "5"),
     ];
     let config = config(&url, &shared);
-    let real = connect_with(client(), &config, true)
-        .await
-        .expect("connect");
+    let real = connect(&config, true).await;
     let forwarder = Forwarder::new(
         // Throttles the entries whose body mentions "throttle"; sends the
         // rest through the real transport.

@@ -10,13 +10,12 @@ use std::time::Duration;
 
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
 use base64::Engine as _;
-use forwarder_e2e::{attributes, client, create_queue, drain};
+use forwarder_e2e::{attributes, client, connect, create_queue, drain};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::records::attribute;
 use kinesis_to_sqs::{Settings, handle};
 use serde_json::{Value, json};
-use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Forwarder, SqsTransport};
 
@@ -39,9 +38,7 @@ async fn forwarder(url: &str, extra: &[(&str, &str)]) -> Forwarder<SqsTransport>
         ("RETRY_MAX_DELAY_MS", "5"),
     ];
     vars.extend_from_slice(extra);
-    connect_with(client(), &config(&vars), true)
-        .await
-        .expect("connect to the local queue")
+    connect(&config(&vars), true).await
 }
 
 fn sample(name: &str) -> KinesisEvent {

@@ -14,14 +14,13 @@ use base64::Engine as _;
 use forwarder_e2e::rabbitmq::{
     Broker, amqp_url, close_connection_named, fake_forwarder, far, function, poll, settings, unique,
 };
-use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
+use forwarder_e2e::{attributes, client, connect, create_queue, drain, endpoint};
 use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use rabbitmq_to_sqs::broker::BrokerError;
 use rabbitmq_to_sqs::drain::StopReason;
 use rabbitmq_to_sqs::{Function, HandlerError};
 use serde_json::Value;
-use sqs_forwarder::startup::connect_with;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Forwarder, SqsTransport};
 use tokio::time::Instant;
@@ -73,9 +72,7 @@ fn text_header(v: &str) -> AMQPValue {
 async fn sqs_forwarder(url: &str) -> Forwarder<SqsTransport> {
     let config =
         Config::from_lookup(|k| (k == "QUEUE_URL").then(|| url.to_owned())).expect("config");
-    connect_with(client(), &config, true)
-        .await
-        .expect("connect to local SQS")
+    connect(&config, true).await
 }
 
 // ---------------------------------------------------------------- tests

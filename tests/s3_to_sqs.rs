@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use aws_sdk_sqs::types::{Message as SqsMessage, QueueAttributeName};
-use forwarder_e2e::{RecordingSqs, attributes, client, create_queue, drain, endpoint};
+use forwarder_e2e::{RecordingSqs, attributes, client, connect, create_queue, drain, endpoint};
 use s3_to_sqs::{Handler, HandlerError, Report, Settings, s3_client};
 use serde_json::{Value, json};
 use sqs_forwarder::startup::connect_with;
@@ -49,9 +49,7 @@ async fn handler(
     let settings = Settings::from_env(&Env::from_pairs(&function)).expect("valid settings");
     let mut vars = vec![("QUEUE_URL", url)];
     vars.extend_from_slice(shared);
-    let forwarder = connect_with(client(), &config(&vars), settings.sets_group_ids())
-        .await
-        .expect("connect");
+    let forwarder = connect(&config(&vars), settings.sets_group_ids()).await;
     Handler::new(settings, forwarder, s3())
 }
 

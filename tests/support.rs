@@ -33,6 +33,40 @@ pub fn client() -> Client {
     Client::from_conf(conf)
 }
 
+/// The local endpoint's AWS settings, as a function reads its own at start.
+pub fn sdk_config() -> aws_config::SdkConfig {
+    aws_config::SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
+                "test", "test", None, None, "tests",
+            )),
+        )
+        .endpoint_url(endpoint())
+        .build()
+}
+
+/// A forwarder to the local endpoint connected as the functions connect
+/// theirs (`startup::connect_sdk`), so its `SendMessageBatch` calls go
+/// through the client `SQS_CLIENT` names: the direct client by default.
+/// (`tests/sqs_roundtrip.rs` keeps a round trip through aws-sdk-sqs.)
+pub async fn connect(
+    config: &sqs_forwarder::Config,
+    source_sets_group_ids: bool,
+) -> sqs_forwarder::Forwarder<sqs_forwarder::SqsTransport> {
+    let forwarder =
+        sqs_forwarder::startup::connect_sdk(&sdk_config(), config, source_sets_group_ids)
+            .await
+            .expect("connect to the local queue");
+    assert_eq!(
+        forwarder.transport().is_direct(),
+        std::env::var("SQS_CLIENT").as_deref() != Ok("sdk"),
+        "the transport SQS_CLIENT names"
+    );
+    forwarder
+}
+
 /// A fresh queue with a unique name; `.fifo` names make FIFO queues.
 pub async fn create_queue(
     client: &Client,

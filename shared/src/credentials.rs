@@ -12,8 +12,6 @@
 //! call later. Those first credentials are handed to the cache on its first
 //! request, so a cold start costs one `AssumeRole` call, not two.
 
-use std::sync::Mutex;
-
 use aws_config::sts::AssumeRoleProvider;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_credential_types::Credentials;
@@ -58,7 +56,7 @@ pub async fn assume_role(base: SdkConfig, role: &AssumeRole) -> Result<SdkConfig
         "assumed role; its credentials sign the SQS calls"
     );
     let primed = Primed {
-        first: Mutex::new(Some(first)),
+        current: tokio::sync::Mutex::new(first),
         provider,
     };
     Ok(base
@@ -84,11 +82,15 @@ pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
-/// The role's provider, holding the credentials got at cold start until the
-/// identity cache asks for them; later requests (renewals) go to STS.
+/// The role's provider, shared by everything that signs as the role (the
+/// SDK client's identity cache and the direct client's): it hands out the
+/// credentials it holds, starting with those got at cold start, until they
+/// are within [`crate::direct::credentials::REFRESH_BEFORE`] of expiring;
+/// then the first caller asks STS again while the others wait for that
+/// answer. One `AssumeRole` per renewal, whichever client asks first.
 #[derive(Debug)]
 struct Primed {
-    first: Mutex<Option<Credentials>>,
+    current: tokio::sync::Mutex<Credentials>,
     provider: AssumeRoleProvider,
 }
 
@@ -97,10 +99,15 @@ impl ProvideCredentials for Primed {
     where
         Self: 'a,
     {
-        let first = self.first.lock().ok().and_then(|mut f| f.take());
-        match first {
-            Some(credentials) => future::ProvideCredentials::ready(Ok(credentials)),
-            None => self.provider.provide_credentials(),
-        }
+        future::ProvideCredentials::new(async move {
+            let mut current = self.current.lock().await;
+            let due = current.expiry().is_some_and(|e| {
+                e <= std::time::SystemTime::now() + crate::direct::credentials::REFRESH_BEFORE
+            });
+            if due {
+                *current = self.provider.provide_credentials().await?;
+            }
+            Ok(current.clone())
+        })
     }
 }

@@ -321,13 +321,22 @@ fn role_config(url: &str) -> Config {
 
 #[tokio::test]
 async fn the_assumed_role_signs_every_sqs_call() {
+    // Through either client: the SDK's identity cache and the direct
+    // client's share the role's credentials.
+    for client in ["direct", "sdk"] {
+        assumed_role_signs_every_call(client).await;
+    }
+}
+
+async fn assumed_role_signs_every_call(client: &str) {
     let server = MockServer::start().await;
     fake_sqs(&server).await;
     fake_sts(&server, |_| {
         ("ASIAROLEONE", SystemTime::now() + Duration::from_secs(3600))
     })
     .await;
-    let c = role_config("https://sqs.eu-west-1.amazonaws.com/210987654321/orders");
+    let mut c = role_config("https://sqs.eu-west-1.amazonaws.com/210987654321/orders");
+    c.sqs_client = sqs_forwarder::env::Word::from_word(client).expect("a client");
     let role = c.assume_role.clone().expect("a role");
     let sdk = assume_role(home_sdk(&server.uri()).await, &role)
         .await
@@ -341,7 +350,8 @@ async fn the_assumed_role_signs_every_sqs_call() {
             "sts",
             "AmazonSQS.GetQueueAttributes",
             "AmazonSQS.SendMessageBatch"
-        ]
+        ],
+        "{client}"
     );
     let sts = &seen[0];
     assert_eq!(
@@ -378,8 +388,9 @@ async fn the_assumed_role_signs_every_sqs_call() {
 async fn assumed_credentials_are_renewed_before_they_expire() {
     let server = MockServer::start().await;
     fake_sqs(&server).await;
-    // The first credentials expire within the SDK cache's renewal window
-    // (10 to 15 s before expiry); the next ones last an hour.
+    // The first credentials expire within the renewal window (30 s before
+    // expiry, `direct::credentials::REFRESH_BEFORE`; the SDK cache's own is
+    // 10 to 15 s); the next ones last an hour.
     fake_sts(&server, |n| {
         if n == 0 {
             ("ASIASHORT", SystemTime::now() + Duration::from_secs(1))
@@ -398,12 +409,15 @@ async fn assumed_credentials_are_renewed_before_they_expire() {
         .iter()
         .map(|s| (s.operation.as_str(), s.access_key.as_str()))
         .collect();
+    // Renewed once, before any SQS call signs with the expiring ones, and
+    // shared by the SDK client (GetQueueAttributes) and the direct client
+    // (SendMessageBatch): no third AssumeRole.
     assert_eq!(
         signed,
         [
             ("sts", "AKIDFUNCTION"),
-            ("AmazonSQS.GetQueueAttributes", "ASIASHORT"),
             ("sts", "AKIDFUNCTION"),
+            ("AmazonSQS.GetQueueAttributes", "ASIALONG"),
             ("AmazonSQS.SendMessageBatch", "ASIALONG"),
         ]
     );
