@@ -22,7 +22,8 @@ use sqs_forwarder::{Env, QueueReader, Transport, startup};
 /// kinesis-to-sqs's and s3-to-sqs's, such as BODY_FORMAT or MODE): set them
 /// as the stack sets them. Exit status: 0 when every entry taken was
 /// replayed, 1 when some stay in the queue (failed, expired, unreadable,
-/// interrupted), 2 when it cannot start.
+/// interrupted, the on-failure queue unreadable mid-way), 2 when it cannot
+/// start (a bad variable, the target or the on-failure queue unreachable).
 #[derive(Debug, Parser)]
 #[command(name = "replay", version)]
 struct Args {
@@ -105,6 +106,16 @@ async fn main() -> ExitCode {
         ..Options::default()
     };
     let queue = QueueReader::new(&own, &args.failure_queue);
+    // The on-failure queue is read before anything is taken from it: a wrong
+    // URL or a missing permission stops the start, like a wrong target.
+    let visible = match queue.approximate_count().await {
+        Ok(n) => n,
+        Err(e) => {
+            return cannot_start(&format!(
+                "the on-failure queue (--failure-queue, FAILURE_QUEUE_URL): {e}"
+            ));
+        }
+    };
     let streams = Streams::new(own);
     let totals = if args.dry_run {
         let counts = Arc::new(dry_run::Counts::default());
@@ -117,7 +128,7 @@ async fn main() -> ExitCode {
             queue,
             options,
         };
-        let mut totals = go(replayer).await;
+        let mut totals = go(replayer, visible).await;
         totals.messages = counts.messages();
         totals.offloaded = counts.offloaded();
         totals
@@ -129,7 +140,7 @@ async fn main() -> ExitCode {
             queue,
             options,
         };
-        go(replayer).await
+        go(replayer, visible).await
     };
     println!("{}", totals.summary(args.dry_run));
     if totals.clean() {
@@ -139,14 +150,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn go<T: Transport>(mut replayer: Replayer<T>) -> Totals {
-    let visible = match replayer.queue.approximate_count().await {
-        Ok(n) => n,
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot count the entries");
-            0
-        }
-    };
+/// Run `replayer` with a progress bar over `visible` entries (the queue's
+/// count, or the limit).
+async fn go<T: Transport>(mut replayer: Replayer<T>, visible: u64) -> Totals {
     let length = replayer.options.limit.map_or(visible, |l| l.min(visible));
     let progress = Progress::new(length);
     let stop = async {

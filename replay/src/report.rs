@@ -81,6 +81,8 @@ pub struct Totals {
     pub offloaded: u64,
     /// The run stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The run stopped early on an error: why.
+    pub stopped: Option<String>,
 }
 
 impl Totals {
@@ -97,7 +99,11 @@ impl Totals {
 
     /// Whether everything taken was replayed.
     pub fn clean(&self) -> bool {
-        self.expired == 0 && self.failed == 0 && self.unreadable == 0 && !self.interrupted
+        self.expired == 0
+            && self.failed == 0
+            && self.unreadable == 0
+            && !self.interrupted
+            && self.stopped.is_none()
     }
 
     /// The closing line.
@@ -129,6 +135,11 @@ impl Totals {
         }
         if self.interrupted {
             s.push_str("; INTERRUPTED: entries not finished stay in the queue");
+        }
+        if let Some(why) = &self.stopped {
+            s.push_str(&format!(
+                "; STOPPED: {why}; entries not taken or not finished stay in the queue"
+            ));
         }
         s
     }
@@ -224,6 +235,20 @@ mod tests {
             "replay: 5 entries: 2 replayed and deleted, 1 expired, 1 failed, 1 unreadable; sent 40 Kinesis records and 3 S3 messages"
         );
         assert!(!t.clean());
+        let stopped = Totals {
+            stopped: Some(
+                "cannot read the on-failure queue: ReceiveMessage on q: Timeout: no answer".into(),
+            ),
+            ..Totals::default()
+        };
+        assert!(!stopped.clean(), "a run stopped on an error is not clean");
+        assert!(
+            stopped.summary(false).ends_with(
+                "; STOPPED: cannot read the on-failure queue: ReceiveMessage on q: Timeout: no answer; entries not taken or not finished stay in the queue"
+            ),
+            "{}",
+            stopped.summary(false)
+        );
         let mut clean = Totals::default();
         clean.count(Verdict::WouldReplay);
         assert!(clean.clean());

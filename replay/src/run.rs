@@ -239,27 +239,20 @@ impl<T: Transport> Replayer<T> {
             if self.options.limit.is_some_and(|l| totals.entries >= l) {
                 break;
             }
-            let step = async {
-                let received = match self
-                    .queue
-                    .receive(1, self.options.visibility, self.options.wait)
-                    .await
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot read the on-failure queue");
-                        return None;
-                    }
-                };
-                Some(received)
-            };
+            let step = self
+                .queue
+                .receive(1, self.options.visibility, self.options.wait);
             let received = tokio::select! {
                 r = step => r,
                 () = &mut stop => { totals.interrupted = true; break; }
             };
-            let Some(received) = received else {
-                totals.interrupted = true;
-                break;
+            let received = match received {
+                Ok(received) => received,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the on-failure queue");
+                    totals.stopped = Some(format!("cannot read the on-failure queue: {e}"));
+                    break;
+                }
             };
             let Some(received) = received.into_iter().next() else {
                 break; // nothing visible: done

@@ -812,3 +812,50 @@ fn a_bad_variable_stops_the_start_naming_it() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_on_failure_queue_that_cannot_be_read_stops_the_start_naming_it() {
+    let target = create_queue(&client(), "replay-target", &[]).await;
+    let missing = format!("{}/123456789012/{}", endpoint(), unique("no-such-queue"));
+    let (out, stdout) = replay(&target, &missing, &[], &[]);
+    assert_eq!(out.status.code(), Some(2), "cannot start: exit 2");
+    assert_eq!(stdout, "", "no entry line, no summary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "replay: cannot start: the on-failure queue (--failure-queue, FAILURE_QUEUE_URL): GetQueueAttributes on {missing}: "
+        )) && stderr.contains("NonExistentQueue"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_on_failure_queue_or_a_bad_limit_is_a_usage_error() {
+    let mut missing = replay_command("http://127.0.0.1:1/123456789012/q", "", &[]);
+    missing.env_remove("FAILURE_QUEUE_URL");
+    let out = missing.output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the following required arguments were not provided")
+            && stderr.contains("--failure-queue <URL>"),
+        "{stderr}"
+    );
+    for (limit, why) in [("0", "0 is not in 1.."), ("ten", "invalid digit")] {
+        let out = replay_command(
+            "http://127.0.0.1:1/123456789012/q",
+            "http://127.0.0.1:1/123456789012/f",
+            &[],
+        )
+        .args(["--limit", limit])
+        .output()
+        .expect("run");
+        assert_eq!(out.status.code(), Some(2), "--limit {limit}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("invalid value '{limit}' for '--limit <N>'"))
+                && stderr.contains(why),
+            "{stderr}"
+        );
+    }
+}
