@@ -434,6 +434,11 @@ def negative_tests(tpl, root, code, crates, check):
     bad = copy.deepcopy(tpl)
     bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if "PayloadBucket" not in json.dumps(v)}
     check(evaluate(bad, code).get("outputs"), "negative: no payload bucket output (offload on) fails the outputs check")
+    for gone, what in (("FailureQueue", "the on-failure queue's URL"), ("HttpApi", "the HTTP endpoint")):
+        bad = copy.deepcopy(tpl)
+        bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if gone not in json.dumps(v)}
+        check(any(gone in x for x in evaluate(bad, code).get("outputs", [])),
+              f"negative: no output with {what} fails the outputs check")
     bad = copy.deepcopy(tpl)
     bad["Outputs"]["UndocumentedOutput"] = {"Value": "x"}
     bad["Resources"]["UndocumentedAlarm"] = copy.deepcopy(bad["Resources"]["FailureQueueAlarm"])
