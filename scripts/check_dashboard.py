@@ -10,6 +10,9 @@ that the built functions' metrics are on the dashboard).
 * The dashboard body is rendered as CloudFormation would
   (scripts/template_render.py) for several sets of parameters (conditions
   on or off); every rendering must be valid JSON.
+* The dashboard's note (its text widget) reads in the order the README's
+  "The dashboard: what to read first" does, and names README sections that
+  exist.
 """
 
 import copy
@@ -240,6 +243,37 @@ def readme_names(root, heading, readme=None):
 
 OUTPUTS_HEADING = "### After `sam deploy`: the outputs"
 ALARMS_HEADING = "### Which alarm fires for which failure"
+GUIDE_HEADING = "### The dashboard: what to read first"
+STEP = re.compile(r"^\d+\. \*\*([^*]+)\*\*", re.M)
+
+
+def guide_matches(tpl, root, readme=None):
+    """Problems: the dashboard's text widget against the README. Each README
+    section it names ("the README's *Title*") must be a heading there, and
+    its numbered steps (`1. **Alarms** ...`) must be the README's, in the
+    README's order."""
+    text = readme if readme is not None else open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    headings = {h.strip() for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    section = text.split(GUIDE_HEADING, 1)[1].split("\n#", 1)[0] if GUIDE_HEADING in text else ""
+    readme_steps = STEP.findall(section)
+    _, bodies = render_dashboards(tpl, {})
+    problems = [] if readme_steps else [f"the README has no numbered steps under {GUIDE_HEADING!r}"]
+    for name, body in bodies.items():
+        if isinstance(body, Exception):
+            continue
+        notes = [w.get("properties", {}).get("markdown", "") for w in body.get("widgets", [])
+                 if w.get("type") == "text"]
+        guide = [n for n in notes if STEP.search(n)]
+        if len(guide) != 1:
+            problems.append(f"{name}: {len(guide)} text widgets with numbered steps, not one")
+            continue
+        steps = STEP.findall(guide[0])
+        if steps != readme_steps:
+            problems.append(f"{name}: steps {steps}, the README's are {readme_steps}")
+        for title in re.findall(r"the README's \*([^*]+)\*", guide[0]):
+            if title not in headings:
+                problems.append(f"{name}: names the README's {title!r}, which has no such heading")
+    return problems
 
 
 def readme_matches(tpl, root, readme=None):
@@ -283,6 +317,9 @@ def run(tpl, root, check):
     bad = readme_matches(tpl, root)
     check(not bad, "README.md's outputs and alarm tables name every output and alarm of the template, "
                    "and nothing else" + (f": {bad}" if bad else ""))
+    bad = guide_matches(tpl, root)
+    check(not bad, "the dashboard's reading order is the README's (same steps, same order) and every README "
+                   "section it names is there" + (f": {bad}" if bad else ""))
     negative_tests(tpl, root, code, crates, check)
 
 
@@ -397,6 +434,11 @@ def negative_tests(tpl, root, code, crates, check):
     bad = copy.deepcopy(tpl)
     bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if "PayloadBucket" not in json.dumps(v)}
     check(evaluate(bad, code).get("outputs"), "negative: no payload bucket output (offload on) fails the outputs check")
+    for gone, what in (("FailureQueue", "the on-failure queue's URL"), ("HttpApi", "the HTTP endpoint")):
+        bad = copy.deepcopy(tpl)
+        bad["Outputs"] = {k: v for k, v in bad["Outputs"].items() if gone not in json.dumps(v)}
+        check(any(gone in x for x in evaluate(bad, code).get("outputs", [])),
+              f"negative: no output with {what} fails the outputs check")
     bad = copy.deepcopy(tpl)
     bad["Outputs"]["UndocumentedOutput"] = {"Value": "x"}
     bad["Resources"]["UndocumentedAlarm"] = copy.deepcopy(bad["Resources"]["FailureQueueAlarm"])
@@ -406,3 +448,9 @@ def negative_tests(tpl, root, code, crates, check):
     readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
     check(any("FailureQueueAlarm" in x for x in readme_matches(tpl, root, readme.replace("`FailureQueueAlarm`", ""))),
           "negative: a README without FailureQueueAlarm in its alarm table fails the README check")
+    check(any("Which alarm fires" in x for x in guide_matches(tpl, root, readme.replace(
+        "### Which alarm fires for which failure", "### When an alarm fires"))),
+          "negative: the dashboard naming a README section that is not there fails the reading-order check")
+    swapped = readme.replace("1. **Alarms**", "1. **Queues**", 1)
+    check(any("steps" in x for x in guide_matches(tpl, root, swapped)),
+          "negative: the README and the dashboard reading the steps in another order fails the reading-order check")

@@ -240,6 +240,7 @@ def dashboard_metrics(tpl):
 
 
 def main():
+    started = time.monotonic()
     tpl = cfn_yaml.load(os.path.join(ROOT, "template.yaml"))
     g = tpl.get("Globals", {}).get("Function", {})
     functions = {n: r.get("Properties", {}) for n, r in tpl["Resources"].items()
@@ -255,6 +256,7 @@ def main():
     runner = prepare(arch)
     if not sam_build():
         finish()
+    built_at = time.monotonic()
     endpoint = os.environ.get("SQS_TEST_ENDPOINT") or subprocess.run(
         [os.path.join(ROOT, "scripts", "local-sqs.sh"), "start"], capture_output=True, text=True,
         check=True).stdout.strip()
@@ -268,6 +270,11 @@ def main():
             run_artifact(name, crate, path, runner, endpoint, rows)
     if built:
         negative_tests(built, arch, runtime, limit)
+    now = time.monotonic()
+    # What this step adds to the test run, from its own clock (the tools'
+    # install, before this script, is not in it).
+    print(f"-- time: {(now - started) / 60:.1f} min in all; the checks and the {len(functions)} runs "
+          f"after sam build {now - built_at:.0f} s", flush=True)
     finish()
 
 

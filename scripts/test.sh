@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 # build); set CARGO_INCREMENTAL=1 to keep it while iterating.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # One line per step with the free disk and the size of target/, so a run that
-# fills the disk says where.
-disk() { echo "disk: $1: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target/ $(du -sh target 2>/dev/null | cut -f1)"; }
+# fills the disk says where, and the seconds since the run began, so the log
+# says what each step adds.
+disk() { echo "disk: $1: $(df -h --output=avail . | tail -1 | tr -d ' ') free, target/ $(du -sh target 2>/dev/null | cut -f1), ${SECONDS} s into the run"; }
 
 endpoint="$(scripts/local-sqs.sh start)"
 export SQS_TEST_ENDPOINT="$endpoint"
