@@ -35,7 +35,7 @@ const USAGE: &str = "usage:
                [--delay-ms N]
   bench lambda --event FILE [--invocations N] [--env K=V]... [--timeout SECS]
                [--before-each CMD] [--stub HOST:PORT] [--log FILE] [--name NAME]
-               [--memory-mb N] [--cap-cpu] -- COMMAND [ARGS]...
+               [--memory-mb N] [--cap-cpu] [--grace SECS] -- COMMAND [ARGS]...
   bench lambda --interactive [--env K=V]... [--timeout SECS] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
   bench floor  --stub URL --epoch N [--in-flight N] [--rounds N]";
 
@@ -172,6 +172,7 @@ async fn lambda_command(args: &Args) -> Result<(), String> {
         command: args.rest.clone(),
         memory_mb: args.number("memory-mb", 128u64)?,
         cap_cpu: args.one("cap-cpu").is_some(),
+        grace: Duration::from_secs_f64(args.number("grace", 0.0f64)?),
     };
     if interactive {
         return harness::run_interactive(config)

@@ -70,6 +70,10 @@ pub struct HarnessConfig {
     pub memory_mb: u64,
     /// Run the process under Lambda's CPU share for `memory_mb`.
     pub cap_cpu: bool,
+    /// At the end, how long the process may take to exit after SIGTERM
+    /// before it is killed (zero: killed at once). A profiler wrapping the
+    /// function (`valgrind --tool=callgrind`) writes its figures on SIGTERM.
+    pub grace: Duration,
 }
 
 /// One invocation's figures.
@@ -382,6 +386,15 @@ pub async fn run(config: HarnessConfig) -> std::io::Result<Report> {
     if let Some((periods, ns)) = group.as_ref().and_then(cpu::CpuGroup::throttled) {
         report.throttled_periods = Some(periods);
         report.throttled_ms = Some(ns as f64 / 1e6);
+    }
+    if let (Some(pid), false) = (pid, config.grace.is_zero()) {
+        let term = tokio::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .await;
+        if term.is_ok_and(|s| s.success()) {
+            let _ = tokio::time::timeout(config.grace, child.wait()).await;
+        }
     }
     let _ = child.start_kill();
     let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Instructions, not seconds: each function's cold start and its work per
+message counted by callgrind, so that two builds (say two profiles, or two
+commits) can be compared on a busy machine.
+
+For each function and build profile it runs the function under
+`valgrind --tool=callgrind` in the benchmark's runtime-API harness against the
+benchmark's stub (answering at once), twice:
+
+* the cold start: process start to its first request for an event
+  (`--invocations 0`), everything the process executed in that time;
+* the work: the same plus one invocation of the function's workload event;
+  the difference, divided by the event's messages, is the instructions per
+  message (the invocation's whole cost: parsing, packing, signing, HTTP).
+
+callgrind counts the same for the same binary, input and environment
+whatever else the machine is doing; wall time under it means nothing. The
+figures say which build does less work, not how many milliseconds it takes.
+
+    bench/profile/instructions.py --target-dir target --profiles release,release-hot
+
+Needs the bench tools (`cargo build --profile bench-tools -p bench`) and the
+functions built in each profile (`cargo build --profile P -p kinesis-to-sqs
+-p apigw-to-sqs ...`), and valgrind.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+sys.path.insert(0, BENCH)
+import run  # noqa: E402
+import workloads  # noqa: E402
+
+# The function and the workload whose messages it counts per message.
+CASES = {
+    "kinesis-to-sqs": "kinesis-10000x40B",
+    "apigw-to-sqs": "apigw-1000x1KB-ndjson",
+}
+
+
+def instructions(out_file):
+    """The `totals:` (or `summary:`) line of a callgrind output file: Ir."""
+    with open(out_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    raise SystemExit(f"{out_file}: no totals line")
+
+
+def counted(bench, stub, event, invocations, env, binary, work, tag):
+    out = os.path.join(work, f"callgrind.{tag}.out")
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary]
+    cmd = [bench, "lambda", "--event", event, "--invocations", str(invocations), "--timeout", "600",
+           "--stub", stub.hostport, "--log", os.path.join(work, f"{tag}.log"), "--grace", "60"]
+    for k, v in env.items():
+        cmd += ["--env", f"{k}={v}"]
+    r = subprocess.run(cmd + ["--"] + command, capture_output=True, text=True)
+    if r.returncode != 0 or not os.path.exists(out):
+        raise SystemExit(f"{tag}: the harness or callgrind failed: {r.stderr.strip()[-400:]}")
+    return instructions(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(run.ROOT, "target")))
+    ap.add_argument("--profiles", default="release", help="comma-separated build profiles to compare")
+    ap.add_argument("--tools-profile", default="bench-tools")
+    ap.add_argument("--functions", default=",".join(CASES), help="comma-separated functions")
+    ap.add_argument("--fn-env", action="append", default=[], metavar="K=V")
+    args = ap.parse_args()
+    if not shutil.which("valgrind"):
+        raise SystemExit("valgrind is not installed")
+    bench = os.path.join(args.target_dir, args.tools_profile, "bench")
+    if not os.path.exists(bench):
+        raise SystemExit(f"{bench} is missing: cargo build --profile {args.tools_profile} -p bench")
+    work = tempfile.mkdtemp(prefix="instructions-")
+    ws = {w["name"]: w for w in workloads.write(os.path.join(work, "events"))}
+    stub = run.Stub(bench, [])
+    env = {"QUEUE_URL": f"{stub.url}/123456789012/instructions", "AWS_ENDPOINT_URL_SQS": stub.url,
+           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+           "AWS_EC2_METADATA_DISABLED": "true"}
+    env.update(kv.split("=", 1) for kv in args.fn_env)
+    print("| function | profile | binary | cold start (instructions) | per message (instructions) |")
+    print("|---|---|---:|---:|---:|")
+    try:
+        for fn in args.functions.split(","):
+            w = ws[CASES[fn]]
+            for profile in args.profiles.split(","):
+                binary = os.path.join(args.target_dir, profile, fn)
+                if not os.path.exists(binary):
+                    raise SystemExit(f"{binary} is missing: cargo build --profile {profile} -p {fn}")
+                tag = f"{fn}.{profile}"
+                cold = counted(bench, stub, w["event"], 0, env, binary, work, tag + ".cold")
+                total = counted(bench, stub, w["event"], 1, env, binary, work, tag + ".one")
+                per = (total - cold) / w["messages"]
+                size = os.path.getsize(binary)
+                print(f"| {fn} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per:,.0f} |", flush=True)
+    finally:
+        stub.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
