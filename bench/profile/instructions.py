@@ -25,6 +25,7 @@ functions built in each profile (`cargo build --profile P -p kinesis-to-sqs
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -63,6 +64,10 @@ def counted(bench, stub, event, invocations, env, binary, work, tag):
     r = subprocess.run(cmd + ["--"] + command, capture_output=True, text=True)
     if r.returncode != 0 or not os.path.exists(out):
         raise SystemExit(f"{tag}: the harness or callgrind failed: {r.stderr.strip()[-400:]}")
+    report = json.loads(r.stdout)
+    bad = [i for i in report["invocations"] if i["status"] != "response"]
+    if report.get("init_error") or report.get("problem") or bad or report.get("cold_start_ms") is None:
+        raise SystemExit(f"{tag}: the function did not answer as it should: {r.stdout[-600:]}")
     return instructions(out)
 
 
@@ -71,12 +76,13 @@ def main():
     ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(run.ROOT, "target")))
     ap.add_argument("--profiles", default="release", help="comma-separated build profiles to compare")
     ap.add_argument("--tools-profile", default="bench-tools")
+    ap.add_argument("--bench", default="", help="the bench tool (default: TARGET_DIR/TOOLS_PROFILE/bench)")
     ap.add_argument("--functions", default=",".join(CASES), help="comma-separated functions")
     ap.add_argument("--fn-env", action="append", default=[], metavar="K=V")
     args = ap.parse_args()
     if not shutil.which("valgrind"):
         raise SystemExit("valgrind is not installed")
-    bench = os.path.join(args.target_dir, args.tools_profile, "bench")
+    bench = args.bench or os.path.join(args.target_dir, args.tools_profile, "bench")
     if not os.path.exists(bench):
         raise SystemExit(f"{bench} is missing: cargo build --profile {args.tools_profile} -p bench")
     work = tempfile.mkdtemp(prefix="instructions-")
