@@ -2,15 +2,17 @@
 //! credentials of a role the forwarder assumes (`ASSUME_ROLE_ARN`).
 //!
 //! The role is assumed with aws-config's own [`AssumeRoleProvider`], on top of
-//! the function's own credentials. The provider sits behind the SDK's identity
-//! cache, which renews the credentials before they expire (10 to 15 seconds
-//! ahead) and is shared by every client built from the returned
-//! [`SdkConfig`]: the SQS client and, in s3-to-sqs, the S3 client.
+//! the function's own credentials, behind one cache of this module that every
+//! SQS client built from the returned [`SdkConfig`] asks (the SDK client's
+//! identity cache and the direct client's): it keeps the role's credentials
+//! until 30 seconds before they expire, then one caller asks STS again. S3
+//! calls (offloaded payloads, s3-to-sqs's object reads) keep the function's
+//! own credentials.
 //!
 //! The role is assumed once at cold start, so that a role that cannot be
 //! assumed stops the start with an error naming it instead of failing every
-//! call later. Those first credentials are handed to the cache on its first
-//! request, so a cold start costs one `AssumeRole` call, not two.
+//! call later. Those first credentials are the cache's first, so a cold start
+//! costs one `AssumeRole` call, not one per client.
 
 use aws_config::sts::AssumeRoleProvider;
 use aws_config::{BehaviorVersion, SdkConfig};
@@ -101,10 +103,10 @@ impl ProvideCredentials for Primed {
     {
         future::ProvideCredentials::new(async move {
             let mut current = self.current.lock().await;
-            let due = current.expiry().is_some_and(|e| {
-                e <= std::time::SystemTime::now() + crate::direct::credentials::REFRESH_BEFORE
-            });
-            if due {
+            if crate::direct::credentials::renewal_due(
+                current.expiry(),
+                std::time::SystemTime::now(),
+            ) {
                 *current = self.provider.provide_credentials().await?;
             }
             Ok(current.clone())

@@ -35,10 +35,16 @@ impl std::fmt::Debug for CredentialsCache {
     }
 }
 
+/// Whether credentials expiring at `expiry` are due for renewal at `now`
+/// (within [`REFRESH_BEFORE`] of it; credentials without an expiry never
+/// are). The one rule for this cache and the assumed role's
+/// (`crate::credentials`).
+pub(crate) fn renewal_due(expiry: Option<SystemTime>, now: SystemTime) -> bool {
+    expiry.is_some_and(|e| e <= now + REFRESH_BEFORE)
+}
+
 fn due(identity: &Identity, now: SystemTime) -> bool {
-    identity
-        .expiration()
-        .is_some_and(|e| e <= now + REFRESH_BEFORE)
+    renewal_due(identity.expiration(), now)
 }
 
 fn expired(identity: &Identity, now: SystemTime) -> bool {
