@@ -4,60 +4,14 @@
 //! transport at connect time. The fault behaviour is covered by
 //! `tests/faults.rs`, which runs against either client.
 
-use std::sync::Arc;
+mod direct_common;
 
-use aws_config::SdkConfig;
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_sdk_sqs::config::{BehaviorVersion, Region};
+use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
 use serde_json::Value;
-use sqs_forwarder::encode::Entry;
-use sqs_forwarder::transport::{BatchItem, EntryResult, Transport};
-use sqs_forwarder::{Attribute, Config, SqsTransport};
+use sqs_forwarder::transport::{EntryResult, Transport};
+use sqs_forwarder::{Config, SqsTransport};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-fn sdk(endpoint: &str, session_token: Option<&str>) -> SdkConfig {
-    SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("eu-west-1"))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "AKIDTEST",
-            "not-a-real-secret",
-            session_token.map(str::to_owned),
-            None,
-            "test",
-        )))
-        .endpoint_url(endpoint)
-        .build()
-}
-
-fn items() -> Vec<BatchItem> {
-    let entry = |id: &str, body: &str, attributes: Vec<Attribute>| BatchItem {
-        id: id.into(),
-        entry: Arc::new(Entry {
-            body: body.into(),
-            attributes,
-            group_id: None,
-            deduplication_id: None,
-            delay_seconds: None,
-            encoded: false,
-            size: body.len(),
-        }),
-    };
-    vec![
-        entry(
-            "0",
-            "héllo \"quoted\" \\ 🌍",
-            vec![
-                Attribute::string("s", "v"),
-                Attribute::number("n", 7),
-                Attribute::binary("b", vec![0u8, 1, 254, 255]),
-            ],
-        ),
-        entry("1", "plain", vec![]),
-    ]
-}
 
 async fn server() -> MockServer {
     let server = MockServer::start().await;
@@ -144,7 +98,7 @@ async fn same_request_as_the_sdk_signed_the_same_way() {
             .expect("x-amz-date");
         assert!(
             a_direct.starts_with(&format!(
-                "AWS4-HMAC-SHA256 Credential=AKIDTEST/{}/eu-west-1/sqs/aws4_request, SignedHeaders=",
+                "AWS4-HMAC-SHA256 Credential={ACCESS_KEY}/{}/{REGION}/sqs/aws4_request, SignedHeaders=",
                 &date[..8]
             )),
             "{a_direct}"
@@ -169,7 +123,7 @@ async fn same_request_as_the_sdk_signed_the_same_way() {
         );
         // The secret is in no header.
         for (_, v) in direct_req.headers.iter() {
-            assert!(!v.to_str().unwrap_or("").contains("not-a-real-secret"));
+            assert!(!v.to_str().unwrap_or("").contains(SECRET));
         }
     }
 }

@@ -7,25 +7,17 @@
 //! the direct client's request for the same entries; a changed body, header,
 //! secret or region must fail it.
 
-use std::sync::Arc;
+mod direct_common;
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use aws_config::SdkConfig;
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_sdk_sqs::config::{BehaviorVersion, Region};
+use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
-use sqs_forwarder::SqsTransport;
-use sqs_forwarder::encode::Entry;
-use sqs_forwarder::transport::{BatchItem, Transport};
-use sqs_forwarder::{Attribute, Config};
+use sqs_forwarder::transport::Transport;
+use sqs_forwarder::{Config, SqsTransport};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-const ACCESS_KEY: &str = "AKIDTEST";
-const SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-const REGION: &str = "eu-west-1";
 
 /// One received request, as the verifier sees it.
 #[derive(Clone, Debug)]
@@ -325,49 +317,6 @@ fn the_verifier_reproduces_aws_published_example() {
         .is_err(),
         "an hour of skew"
     );
-}
-
-fn sdk(endpoint: &str, session_token: Option<&str>) -> SdkConfig {
-    SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new(REGION))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            ACCESS_KEY,
-            SECRET,
-            session_token.map(str::to_owned),
-            None,
-            "test",
-        )))
-        .endpoint_url(endpoint)
-        .build()
-}
-
-fn items() -> Vec<BatchItem> {
-    let entry = |id: &str, body: &str, attributes: Vec<Attribute>, group: Option<&str>| BatchItem {
-        id: id.into(),
-        entry: Arc::new(Entry {
-            body: body.into(),
-            attributes,
-            group_id: group.map(Into::into),
-            deduplication_id: group.map(|_| format!("dedup-{id}")),
-            delay_seconds: None,
-            encoded: false,
-            size: body.len(),
-        }),
-    };
-    vec![
-        entry(
-            "0",
-            "héllo \"quoted\" \\ 🌍 \u{7f} \t tab",
-            vec![
-                Attribute::string("s", "v w  x"),
-                Attribute::number("n", 7),
-                Attribute::binary("b", vec![0u8, 1, 254, 255]),
-            ],
-            Some("g/1 + space"),
-        ),
-        entry("1", "plain", vec![], Some("g2")),
-    ]
 }
 
 #[tokio::test]

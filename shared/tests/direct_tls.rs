@@ -11,15 +11,12 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 
-use aws_config::SdkConfig;
-use aws_credential_types::Credentials;
-use aws_credential_types::provider::SharedCredentialsProvider;
-use aws_sdk_sqs::config::{BehaviorVersion, Region};
+mod direct_common;
+
+use direct_common::items;
 use sqs_forwarder::SqsTransport;
-use sqs_forwarder::encode::Entry;
-use sqs_forwarder::transport::{BatchItem, EntryResult, Transport};
+use sqs_forwarder::transport::{EntryResult, Transport};
 
 const CHILD: &str = "DIRECT_TLS_TEST_ENDPOINT";
 
@@ -165,33 +162,9 @@ fn run_child(case: &str, roots: &str, endpoint: &str) -> std::process::Output {
         .expect("child runs")
 }
 
-fn items() -> Vec<BatchItem> {
-    (0..3)
-        .map(|i| BatchItem {
-            id: i.to_string(),
-            entry: Arc::new(Entry {
-                body: format!("message {i}"),
-                attributes: Vec::new(),
-                group_id: None,
-                deduplication_id: None,
-                delay_seconds: None,
-                encoded: false,
-                size: 9,
-            }),
-        })
-        .collect()
-}
-
 /// In the child: one batch through the direct client to the endpoint.
 async fn send_through_direct(endpoint: &str) -> Result<Vec<(String, EntryResult)>, String> {
-    let sdk = SdkConfig::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(Region::new("eu-west-1"))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "AKIDTEST", "secret", None, None, "test",
-        )))
-        .endpoint_url(endpoint)
-        .build();
+    let sdk = direct_common::sdk(endpoint, None);
     let client = sqs_forwarder::queue::sqs_client(&sdk);
     let direct = sqs_forwarder::direct::DirectClient::new(&sdk, &client)
         .map_err(|e| format!("direct client: {e}"))?;
@@ -208,7 +181,7 @@ async fn child_sends_over_tls() {
         return; // only as a child of the tests below
     };
     let answer = send_through_direct(&endpoint).await.expect("sent over TLS");
-    assert_eq!(answer.len(), 3);
+    assert_eq!(answer.len(), items().len());
     assert!(
         answer
             .iter()
