@@ -86,6 +86,13 @@ class Stub:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.read()
 
+    def env(self, queue):
+        """The environment a function (or the baseline) needs to send to
+        `queue` on this stub: every AWS endpoint here, test credentials."""
+        return {"QUEUE_URL": f"{self.url}/123456789012/{queue}", "AWS_ENDPOINT_URL_SQS": self.url,
+                "AWS_ENDPOINT_URL_S3": self.url, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
     def stats(self, detail=False):
         return json.loads(self.call("/__stats" + ("?detail=1" if detail else "")))["epochs"]
 
@@ -299,10 +306,7 @@ def environments(w, stub, stamp):
     unless the workload drains RabbitMQ). The RabbitMQ queues are named
     `bench-ours-<stamp>` and `bench-boto3-<stamp>`: the tests use other names."""
     source = w["source"]
-    queue_url = f"{stub.url}/123456789012/bench-{stamp}"
-    env = {"QUEUE_URL": queue_url, "AWS_ENDPOINT_URL_SQS": stub.url, "AWS_ENDPOINT_URL_S3": stub.url,
-           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    env = stub.env(f"bench-{stamp}")
     ours_env, base_env = dict(env, **FN_ENV), dict(env, BASELINE_HANDLER=BASELINE[source])
     before = {}
     rabbit = None
@@ -462,9 +466,7 @@ def sdk_floor(args, stub, epoch, in_flight, env, messages, rounds=None):
 def cold_starts(bench, stub, args, event, work):
     """Each function started `args.cold_starts` times, and the boto3
     baseline too: process start to its first request for an event."""
-    env = {"QUEUE_URL": f"{stub.url}/123456789012/bench-cold", "AWS_ENDPOINT_URL_SQS": stub.url,
-           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    env = stub.env("bench-cold")
     runs = [(fn, [os.path.join(args.target_dir, args.profile, fn)], env) for fn in FUNCTIONS]
     runs.append(("boto3 baseline", [sys.executable, os.path.join(HERE, "baseline", "bootstrap.py")],
                  dict(env, BASELINE_HANDLER="kinesis")))

@@ -88,9 +88,7 @@ def main():
     work = tempfile.mkdtemp(prefix="instructions-")
     ws = {w["name"]: w for w in workloads.write(os.path.join(work, "events"))}
     stub = run.Stub(bench, [])
-    env = {"QUEUE_URL": f"{stub.url}/123456789012/instructions", "AWS_ENDPOINT_URL_SQS": stub.url,
-           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
-           "AWS_EC2_METADATA_DISABLED": "true"}
+    env = stub.env("instructions")
     env.update(kv.split("=", 1) for kv in args.fn_env)
     print("| function | profile | binary | cold start (instructions) | per message (instructions) |")
     print("|---|---|---:|---:|---:|")
