@@ -79,6 +79,9 @@ def main():
     ap.add_argument("--bench", default="", help="the bench tool (default: TARGET_DIR/TOOLS_PROFILE/bench)")
     ap.add_argument("--functions", default=",".join(CASES), help="comma-separated functions")
     ap.add_argument("--fn-env", action="append", default=[], metavar="K=V")
+    ap.add_argument("--keep", default="", metavar="DIR",
+                    help="keep the callgrind outputs in DIR (callgrind.FN.PROFILE.one.out holds the cold start and "
+                         "one invocation) for callgrind_annotate")
     args = ap.parse_args()
     if not shutil.which("valgrind"):
         raise SystemExit("valgrind is not installed")
@@ -107,6 +110,11 @@ def main():
                 print(f"| {fn} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per:,.0f} |", flush=True)
     finally:
         stub.stop()
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+        for name in os.listdir(work):
+            if name.startswith("callgrind."):
+                shutil.move(os.path.join(work, name), os.path.join(args.keep, name))
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -1,13 +1,16 @@
-//! A Kinesis event from arbitrary JSON bytes, then its records to messages.
+//! A Kinesis event from arbitrary JSON bytes, read as the function reads it
+//! (`event::read`), then its records to messages.
 #![no_main]
 
 use kinesis_to_sqs::Settings;
-use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::records::prepare;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(event) = serde_json::from_slice::<KinesisEvent>(data) else {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(event) = kinesis_to_sqs::event::read(text) else {
         return;
     };
     let records = event.records.len();

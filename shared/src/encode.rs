@@ -100,9 +100,41 @@ pub fn is_sqs_char(c: char) -> bool {
     matches!(c, '\u{9}' | '\u{A}' | '\u{D}' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
 }
 
-/// Whether SQS accepts this text as a body or `String` attribute value.
+/// Whether SQS accepts this text as a body or `String` attribute value: the
+/// same answer as `s.chars().all(is_sqs_char)`, read a word at a time.
+///
+/// In valid UTF-8 the characters SQS refuses are the control characters
+/// below U+0020 other than tab, line feed and carriage return (one byte
+/// each), and U+FFFE and U+FFFF (`EF BF BE`, `EF BF BF`; `EF` is only ever
+/// a lead byte); surrogates cannot occur. So eight bytes at a time are
+/// tested for a byte below `0x20` or an `0xEF`, and only from the first
+/// word that has one is the text read byte by byte.
 pub fn is_sqs_text(s: &str) -> bool {
-    s.chars().all(is_sqs_char)
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for chunk in bytes.chunks_exact(8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_ne_bytes(word);
+        // Some byte below 0x20; some byte equal to 0xEF (a zero byte of
+        // x ^ 0xEFEF..). Both tests are exact for "some byte".
+        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let y = x ^ (ONES * 0xEF);
+        let ef = y.wrapping_sub(ONES) & !y & HIGH;
+        if below | ef != 0 {
+            break;
+        }
+        start += 8;
+    }
+    let rest = &bytes[start..];
+    rest.iter().enumerate().all(|(i, &b)| match b {
+        b'\t' | b'\n' | b'\r' => true,
+        0..0x20 => false,
+        0xEF => !(rest.get(i + 1) == Some(&0xBF) && matches!(rest.get(i + 2), Some(0xBE | 0xBF))),
+        _ => true,
+    })
 }
 
 fn invalid(code: &str, message: impl Into<String>) -> Failure {
@@ -259,16 +291,23 @@ fn encode_body(body: Body, policy: BodyEncoding) -> Result<(String, bool), Failu
 /// Check an attribute the way SQS would.
 pub fn check_attribute(a: &Attribute) -> Result<(), Failure> {
     let name = &a.name;
+    // One pass: allowed characters, no leading, trailing or double period.
     let name_ok = !name.is_empty()
         && name.len() <= 256
         && name
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        && !name.starts_with('.')
-        && !name.ends_with('.')
-        && !name.contains("..");
-    let lower = name.to_ascii_lowercase();
-    if !name_ok || lower.starts_with("aws.") || lower.starts_with("amazon.") {
+            .try_fold(b'.', |previous, b| {
+                let allowed = b.is_ascii_alphanumeric()
+                    || matches!(b, b'_' | b'-')
+                    || (b == b'.' && previous != b'.');
+                allowed.then_some(b)
+            })
+            .is_some_and(|last| last != b'.');
+    let prefixed = |p: &str| {
+        name.get(..p.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(p))
+    };
+    if !name_ok || prefixed("aws.") || prefixed("amazon.") {
         return Err(invalid(
             "InvalidAttributeName",
             format!(
@@ -332,13 +371,22 @@ fn is_number(s: &str) -> bool {
     let digits_ok = (!int.is_empty() || !frac.is_empty())
         && int.bytes().all(|b| b.is_ascii_digit())
         && frac.bytes().all(|b| b.is_ascii_digit());
-    let significant = format!("{int}{frac}");
-    let significant = significant.trim_start_matches('0').trim_end_matches('0');
+    // Significant digits: int and frac together, without the leading and
+    // trailing zeros.
+    let digits = || int.bytes().chain(frac.bytes());
+    let total = int.len() + frac.len();
+    let leading = digits().take_while(|&b| b == b'0').count();
+    let trailing = if leading == total {
+        0
+    } else {
+        digits().rev().take_while(|&b| b == b'0').count()
+    };
+    let significant = total - leading - trailing;
     let exponent_ok = exponent.is_none_or(|e| {
         let e = e.strip_prefix(['+', '-']).unwrap_or(e);
         !e.is_empty() && e.len() <= 3 && e.bytes().all(|b| b.is_ascii_digit())
     });
-    digits_ok && exponent_ok && significant.len() <= 38
+    digits_ok && exponent_ok && significant <= 38
 }
 
 /// Check a group or deduplication id: 1..=128 of ASCII letters, digits and
@@ -453,6 +501,15 @@ mod tests {
             (Attribute::string("AWS.thing", "v"), "InvalidAttributeName"),
             (Attribute::string("a b", "v"), "InvalidAttributeName"),
             (Attribute::string("a..b", "v"), "InvalidAttributeName"),
+            (Attribute::string(".lead", "v"), "InvalidAttributeName"),
+            (Attribute::string("trail.", "v"), "InvalidAttributeName"),
+            (Attribute::string(".", "v"), "InvalidAttributeName"),
+            (Attribute::string("aWs.y", "v"), "InvalidAttributeName"),
+            (Attribute::string("Amazon.x", "v"), "InvalidAttributeName"),
+            (
+                Attribute::string("x".repeat(257), "v"),
+                "InvalidAttributeName",
+            ),
             (Attribute::string("ok", ""), "InvalidAttributeValue"),
             (Attribute::string("ok", "\u{1}"), "InvalidAttributeValue"),
             (Attribute::number("n", "1.2.3"), "InvalidAttributeValue"),
@@ -526,6 +583,51 @@ mod tests {
         assert_eq!(e.expect_err("delay").code, "InvalidDelay");
         let (_, e) = prepare(Message::new("b", 0).delay_seconds(900), &rules());
         assert_eq!(e.expect("ok").delay_seconds, Some(900));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn is_sqs_text_is_the_character_rule(
+            s in proptest::string::string_regex("(.|[\\x00-\\x1f]|\u{FFFE}|\u{FFFF}|\u{FFFD}|\u{EFFF}){0,40}").expect("regex")
+        ) {
+            proptest::prop_assert_eq!(is_sqs_text(&s), s.chars().all(is_sqs_char), "{:?}", s);
+        }
+
+        #[test]
+        fn attribute_names_follow_the_written_rule(name in "[a-zA-Z0-9_.\\- é]{0,12}") {
+            let lower = name.to_ascii_lowercase();
+            let rule = !name.is_empty()
+                && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+                && !name.starts_with('.')
+                && !name.ends_with('.')
+                && !name.contains("..")
+                && !lower.starts_with("aws.")
+                && !lower.starts_with("amazon.");
+            let checked = check_attribute(&Attribute::string(name.clone(), "v")).is_ok();
+            proptest::prop_assert_eq!(checked, rule, "{:?}", name);
+        }
+
+        #[test]
+        fn significant_digits_are_counted_as_written(int in "[0-9]{0,45}", frac in "[0-9]{0,45}") {
+            let n = format!("{int}.{frac}");
+            let joined = format!("{int}{frac}");
+            let significant = joined.trim_start_matches('0').trim_end_matches('0').len();
+            proptest::prop_assert_eq!(is_number(&n), significant <= 38 && !joined.is_empty(), "{}", n);
+        }
+    }
+
+    #[test]
+    fn refused_characters_at_every_offset_of_a_word() {
+        for bad in ["\u{0}", "\u{1f}", "\u{FFFE}", "\u{FFFF}"] {
+            for at in 0..20 {
+                let s = format!("{}{bad}{}", "a".repeat(at), "b".repeat(20 - at));
+                assert!(!is_sqs_text(&s), "{s:?}");
+            }
+        }
+        for good in ["\t", "\n", "\r", "\u{FFFD}", "\u{EFFF}", "\u{F0000}", "é"] {
+            let s = format!("{}{good}{}", "a".repeat(9), "b".repeat(9));
+            assert!(is_sqs_text(&s), "{s:?}");
+        }
     }
 
     #[test]

@@ -99,6 +99,7 @@ pub mod metrics;
 pub mod observability;
 pub mod offload;
 pub mod outcome;
+pub mod payload;
 pub mod queue;
 pub mod receive;
 pub mod retry;

@@ -12,7 +12,7 @@ mod direct_common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use sqs_forwarder::transport::Transport;
 use sqs_forwarder::{Config, SqsTransport};

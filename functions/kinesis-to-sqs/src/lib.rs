@@ -8,6 +8,7 @@
 //! The flow, one module per step:
 //!
 //! ```text
+//! event JSON   --event::Incoming--> KinesisEvent           (the fields used, read once)
 //! KinesisEvent --records::inspect--> Vec<RecordInfo>      (kpl: aggregates checked whole)
 //!              --records::messages--> Message<Position>, one at a time   (kpl: read lazily)
 //!              --Forwarder::forward--> MessageOutcome<Position> as each is settled
@@ -28,6 +29,7 @@ use sqs_forwarder::{Forwarder, Transport};
 use tokio::time::Instant;
 
 pub mod checkpoint;
+pub mod event;
 pub mod kpl;
 pub mod lambda;
 pub mod records;
@@ -36,12 +38,6 @@ pub mod settings;
 pub use checkpoint::AnswerError;
 pub use lambda::Lambda;
 pub use settings::{Settings, VARIABLES};
-
-/// The event and response types, re-exported for callers and tests.
-pub mod event {
-    pub use aws_lambda_events::event::kinesis::{KinesisEvent, KinesisEventRecord, KinesisRecord};
-    pub use aws_lambda_events::event::streams::{KinesisBatchItemFailure, KinesisEventResponse};
-}
 
 /// The service name: the `Service` dimension of the metrics.
 pub const SERVICE: &str = "kinesis-to-sqs";

@@ -4,8 +4,9 @@
 use std::process::ExitCode;
 
 use kinesis_to_sqs::Lambda;
-use kinesis_to_sqs::event::{KinesisEvent, KinesisEventResponse};
+use kinesis_to_sqs::event::{Incoming, KinesisEventResponse};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
+use sqs_forwarder::payload::Payload;
 use sqs_forwarder::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
@@ -19,9 +20,15 @@ async fn main() -> ExitCode {
     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
 }
 
+/// The event is read as [`Incoming`] (the fields the function uses) by
+/// [`Payload`] (serde_json without lambda_runtime's per-field path tracking,
+/// the path named only when it is malformed).
 async fn handler(
     lambda: &Lambda,
-    event: LambdaEvent<KinesisEvent>,
+    event: LambdaEvent<Payload<Incoming>>,
 ) -> Result<KinesisEventResponse, Error> {
-    Ok(lambda.handle(event).await?)
+    let LambdaEvent { payload, context } = event;
+    Ok(lambda
+        .handle(LambdaEvent::new(payload.0.into(), context))
+        .await?)
 }

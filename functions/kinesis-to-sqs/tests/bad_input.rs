@@ -8,9 +8,10 @@ mod common;
 
 use common::{accepting, event, forwarder, record, seq};
 use kinesis_to_sqs::checkpoint::reported;
-use kinesis_to_sqs::event::KinesisEvent;
+use kinesis_to_sqs::event::Incoming;
 use kinesis_to_sqs::{Settings, VARIABLES, handle};
 use serde_json::json;
+use sqs_forwarder::payload::Payload;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
 };
@@ -42,14 +43,20 @@ fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
 }
 
 /// The error `lambda_runtime` fails the invocation with for this payload:
-/// it reads events with `serde_path_to_error`, so the message starts with
-/// the path of the field at fault.
+/// the function's payload type is `Payload<Incoming>`, which lambda_runtime
+/// reads through `serde_path_to_error` (the path of the whole document, ".",
+/// which its message leaves out) and which reads the event again with the
+/// path kept when it is malformed, so the message starts with the path of
+/// the field at fault.
 fn runtime_error(payload: &serde_json::Value) -> String {
     let text = payload.to_string();
     let de = &mut serde_json::Deserializer::from_str(&text);
-    match serde_path_to_error::deserialize::<_, KinesisEvent>(de) {
+    match serde_path_to_error::deserialize::<_, Payload<Incoming>>(de) {
         Ok(_) => panic!("accepted: {text}"),
-        Err(e) => format!("[{}] {}", e.path(), e.inner()),
+        Err(e) => {
+            assert_eq!(e.path().to_string(), ".", "{e}");
+            e.inner().to_string()
+        }
     }
 }
 

@@ -152,8 +152,8 @@ proptest! {
         bytes in prop::collection::vec(any::<u8>(), 0..256),
         value in any_json(),
     ) {
-        let _ = serde_json::from_slice::<KinesisEvent>(&bytes);
-        if let Ok(event) = serde_json::from_value::<KinesisEvent>(value) {
+        let _ = kinesis_to_sqs::event::read(&String::from_utf8_lossy(&bytes));
+        if let Ok(event) = kinesis_to_sqs::event::read(&value.to_string()) {
             let n = event.records.len();
             let prepared = records::prepare(event.records, &Settings::default(), true);
             prop_assert_eq!(prepared.records.len(), n);
@@ -167,7 +167,7 @@ proptest! {
         envelope in any::<bool>(),
         shard in any::<bool>(),
     ) {
-        let event: KinesisEvent = serde_json::from_value(json!({ "Records": recs }))
+        let event: KinesisEvent = kinesis_to_sqs::event::read(&json!({ "Records": recs }).to_string())
             .expect("well-formed records");
         let n = event.records.len();
         let seqs: Vec<String> = event.records.iter().map(|r| r.kinesis.sequence_number.clone()).collect();

@@ -40,12 +40,15 @@
 
 mod connect;
 pub mod credentials;
+mod sign;
 pub mod wire;
 
 use std::time::{Duration, SystemTime};
 
+use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
 use aws_sigv4::sign::v4;
+use aws_smithy_runtime_api::client::identity::Identity;
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
@@ -58,6 +61,7 @@ use crate::transport::{BatchItem, CallError, EntryResult};
 
 use self::connect::{HttpClient, endpoint_override, endpoint_uri, http_client, setup_error};
 use self::credentials::CredentialsCache;
+use self::sign::Signer;
 
 /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -86,6 +90,7 @@ pub struct DirectClient {
     http: HttpClient,
     endpoint: http::Uri,
     region: String,
+    signer: Signer,
     credentials: CredentialsCache,
     call_timeout: Option<Duration>,
 }
@@ -156,6 +161,7 @@ impl DirectClient {
         let http = http_client(https, connect_timeout)?;
         let client = DirectClient {
             http,
+            signer: Signer::new(&endpoint, &region),
             endpoint,
             region,
             credentials: CredentialsCache::new(provider),
@@ -236,22 +242,7 @@ impl DirectClient {
 
     async fn signed_request(&self, body: Vec<u8>) -> Result<http::Request<Full<Bytes>>, CallError> {
         let identity = self.credentials.get().await.map_err(CallError::Failed)?;
-        let signing_failed = |what: &str| {
-            CallError::Failed(Failure::permanent(
-                "SigningFailed",
-                format!("the SendMessageBatch request could not be signed: {what}"),
-            ))
-        };
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(&self.region)
-            .name("sqs")
-            .time(SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|_| signing_failed("signing parameters"))?
-            .into();
-        let uri = self.endpoint.to_string();
+        let now = SystemTime::now();
         // Signed as the SDK signs: content-length too.
         let length = body.len().to_string();
         let headers = [
@@ -260,19 +251,8 @@ impl DirectClient {
             ("x-amz-target", wire::TARGET),
             ("x-amzn-query-mode", "true"),
         ];
-        let signable = SignableRequest::new(
-            "POST",
-            uri.as_str(),
-            headers.iter().copied(),
-            SignableBody::Bytes(&body),
-        )
-        .map_err(|_| signing_failed("the request"))?;
-        let (instructions, _signature) = sign(signable, &params)
-            .map_err(|_| signing_failed("the signature"))?
-            .into_parts();
-        let (signed, _query) = instructions.into_parts();
         let mut request = http::Request::post(self.endpoint.clone())
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(Bytes::new()))
             .map_err(|_| signing_failed("the request"))?;
         let h = request.headers_mut();
         for (name, value) in headers {
@@ -280,14 +260,87 @@ impl DirectClient {
                 HeaderValue::from_str(value).map_err(|_| signing_failed("a header value"))?;
             h.insert(HeaderName::from_static(name), value);
         }
-        for header in signed {
-            let mut value = HeaderValue::from_str(header.value())
-                .map_err(|_| signing_failed("a header value"))?;
-            value.set_sensitive(header.sensitive());
-            h.insert(header.name(), value);
+        let credentials = identity.data::<Credentials>();
+        let fast = credentials.and_then(|c| {
+            self.signer
+                .sign(c, now, &body, &length)
+                .map(|signature| (c, signature))
+        });
+        match fast {
+            Some((credentials, signature)) => {
+                let value = |v: &str| {
+                    HeaderValue::from_str(v).map_err(|_| signing_failed("a header value"))
+                };
+                h.insert("x-amz-date", value(&signature.amz_date)?);
+                if let Some(token) = credentials.session_token() {
+                    let mut token = value(token)?;
+                    token.set_sensitive(true);
+                    h.insert("x-amz-security-token", token);
+                }
+                let mut authorization = value(&signature.authorization)?;
+                authorization.set_sensitive(true);
+                h.insert(http::header::AUTHORIZATION, authorization);
+            }
+            None => {
+                for (name, value) in self.general_signature(&identity, now, &headers, &body)? {
+                    h.insert(name, value);
+                }
+            }
         }
+        *request.body_mut() = Full::new(Bytes::from(body));
         Ok(request)
     }
+
+    /// The signature headers from aws-sigv4's general signer, for what
+    /// [`Signer`] does not take (an endpoint with a path, an unusual
+    /// session token, an identity that is not plain credentials).
+    fn general_signature(
+        &self,
+        identity: &Identity,
+        now: SystemTime,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, CallError> {
+        let params = v4::SigningParams::builder()
+            .identity(identity)
+            .region(&self.region)
+            .name("sqs")
+            .time(now)
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|_| signing_failed("signing parameters"))?
+            .into();
+        let uri = self.endpoint.to_string();
+        let signable = SignableRequest::new(
+            "POST",
+            uri.as_str(),
+            headers.iter().copied(),
+            SignableBody::Bytes(body),
+        )
+        .map_err(|_| signing_failed("the request"))?;
+        let (instructions, _signature) = sign(signable, &params)
+            .map_err(|_| signing_failed("the signature"))?
+            .into_parts();
+        let (signed, _query) = instructions.into_parts();
+        signed
+            .into_iter()
+            .map(|header| {
+                let mut value = HeaderValue::from_str(header.value())
+                    .map_err(|_| signing_failed("a header value"))?;
+                value.set_sensitive(header.sensitive());
+                let name = HeaderName::from_bytes(header.name().as_bytes())
+                    .map_err(|_| signing_failed("a header name"))?;
+                Ok((name, value))
+            })
+            .collect()
+    }
+}
+
+fn signing_failed(what: &str) -> CallError {
+    CallError::Failed(Failure::permanent(
+        "SigningFailed",
+        format!("the SendMessageBatch request could not be signed: {what}"),
+    ))
 }
 
 /// The transport `config` asks for (`SQS_CLIENT`) to `queue_url`:

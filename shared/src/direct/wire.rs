@@ -6,10 +6,9 @@
 //! Pure functions, no I/O: every answer shape is unit-tested below. Nothing
 //! here panics on what the network sends.
 
-use base64::display::Base64Display;
+use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde::ser::{SerializeMap, SerializeStruct};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 
 use crate::message::{Attribute, AttributeValue};
 use crate::outcome::Failure;
@@ -23,93 +22,16 @@ pub const CONTENT_TYPE: &str = "application/x-amz-json-1.0";
 /// The header of SQS's query-compatible error code (`Code;Sender`).
 pub const QUERY_ERROR_HEADER: &str = "x-amzn-query-error";
 
-/// The request, borrowing every string from the items: no per-entry copies.
-struct Request<'a> {
-    queue_url: &'a str,
-    items: &'a [BatchItem],
-}
-
-struct Entries<'a>(&'a [BatchItem]);
-struct EntryJson<'a>(&'a BatchItem);
-struct Attributes<'a>(&'a [Attribute]);
-struct AttributeJson<'a>(&'a Attribute);
-
-impl Serialize for Request<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("SendMessageBatchRequest", 2)?;
-        st.serialize_field("QueueUrl", self.queue_url)?;
-        st.serialize_field("Entries", &Entries(self.items))?;
-        st.end()
-    }
-}
-
-impl Serialize for Entries<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(EntryJson))
-    }
-}
-
-impl Serialize for EntryJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let item = self.0;
-        let e = &item.entry;
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("Id", &item.id)?;
-        m.serialize_entry("MessageBody", &e.body)?;
-        if let Some(d) = e.delay_seconds {
-            m.serialize_entry("DelaySeconds", &d)?;
-        }
-        if !e.attributes.is_empty() {
-            m.serialize_entry("MessageAttributes", &Attributes(&e.attributes))?;
-        }
-        if let Some(id) = &e.deduplication_id {
-            m.serialize_entry("MessageDeduplicationId", id)?;
-        }
-        if let Some(id) = &e.group_id {
-            m.serialize_entry("MessageGroupId", id)?;
-        }
-        m.end()
-    }
-}
-
-impl Serialize for Attributes<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for a in self.0 {
-            m.serialize_entry(a.name.as_ref(), &AttributeJson(a))?;
-        }
-        m.end()
-    }
-}
-
-impl Serialize for AttributeJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let a = self.0;
-        let mut st = s.serialize_struct("MessageAttributeValue", 2)?;
-        st.serialize_field("DataType", a.data_type.as_ref())?;
-        match &a.value {
-            AttributeValue::String(v) | AttributeValue::Number(v) => {
-                st.serialize_field("StringValue", v)?;
-            }
-            // Base64 written straight into the body, no intermediate string.
-            AttributeValue::Binary(b) => {
-                st.serialize_field("BinaryValue", &Base64Str(b))?;
-            }
-        }
-        st.end()
-    }
-}
-
-struct Base64Str<'a>(&'a [u8]);
-
-impl Serialize for Base64Str<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&Base64Display::new(self.0, &BASE64))
-    }
-}
-
 /// The request body for `items` to `queue_url`, in one buffer sized from the
 /// entries' SQS sizes (JSON escaping and base64 may grow it).
+///
+/// Written by hand, not through serde: the keys are constants, and a string
+/// that needs no JSON escaping (the common case: attribute names and data
+/// types never do, being checked to `[A-Za-z0-9_.-]`) is copied as it is;
+/// one that does is written by serde_json. The same bytes serde_json would
+/// write, key order included (the SDK's: `Id`, `MessageBody`,
+/// `DelaySeconds`, `MessageAttributes`, `MessageDeduplicationId`,
+/// `MessageGroupId`), checked by the tests below.
 pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Failure> {
     let estimate = queue_url.len()
         + 32
@@ -118,9 +40,121 @@ pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Fai
             .map(|i| i.entry.size + 64 * (1 + i.entry.attributes.len()) + i.id.len())
             .sum::<usize>();
     let mut out = Vec::with_capacity(estimate);
-    serde_json::to_writer(&mut out, &Request { queue_url, items })
-        .map_err(|e| Failure::permanent("RequestConstructionFailed", e.to_string()))?;
+    out.extend_from_slice(b"{\"QueueUrl\":");
+    json_str(&mut out, queue_url)?;
+    out.extend_from_slice(b",\"Entries\":[");
+    for (n, item) in items.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        entry(&mut out, item)?;
+    }
+    out.extend_from_slice(b"]}");
     Ok(out)
+}
+
+fn entry(out: &mut Vec<u8>, item: &BatchItem) -> Result<(), Failure> {
+    let e = &item.entry;
+    out.extend_from_slice(b"{\"Id\":");
+    json_str(out, &item.id)?;
+    out.extend_from_slice(b",\"MessageBody\":");
+    json_str(out, &e.body)?;
+    if let Some(d) = e.delay_seconds {
+        out.extend_from_slice(b",\"DelaySeconds\":");
+        out.extend_from_slice(d.to_string().as_bytes());
+    }
+    if !e.attributes.is_empty() {
+        out.extend_from_slice(b",\"MessageAttributes\":{");
+        for (n, a) in e.attributes.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            attribute(out, a)?;
+        }
+        out.push(b'}');
+    }
+    if let Some(id) = &e.deduplication_id {
+        out.extend_from_slice(b",\"MessageDeduplicationId\":");
+        json_str(out, id)?;
+    }
+    if let Some(id) = &e.group_id {
+        out.extend_from_slice(b",\"MessageGroupId\":");
+        json_str(out, id)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+fn attribute(out: &mut Vec<u8>, a: &Attribute) -> Result<(), Failure> {
+    json_str(out, &a.name)?;
+    out.extend_from_slice(b":{\"DataType\":");
+    json_str(out, &a.data_type)?;
+    match &a.value {
+        AttributeValue::String(v) | AttributeValue::Number(v) => {
+            out.extend_from_slice(b",\"StringValue\":");
+            json_str(out, v)?;
+        }
+        // Base64 written straight into the body, no intermediate string.
+        AttributeValue::Binary(b) => {
+            out.extend_from_slice(b",\"BinaryValue\":\"");
+            let start = out.len();
+            let len = base64::encoded_len(b.len(), true)
+                .ok_or_else(|| construction("a binary attribute too long to encode"))?;
+            out.resize(start + len, 0);
+            let written = out
+                .get_mut(start..)
+                .and_then(|room| BASE64.encode_slice(b, room).ok())
+                .ok_or_else(|| construction("a binary attribute could not be encoded"))?;
+            out.truncate(start + written);
+            out.push(b'"');
+        }
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// `s` as a JSON string: copied as it is when nothing in it needs escaping
+/// (a control character, `"` or `\\`), else written by serde_json.
+fn json_str(out: &mut Vec<u8>, s: &str) -> Result<(), Failure> {
+    if needs_escape(s.as_bytes()) {
+        serde_json::to_writer(&mut *out, s).map_err(|e| construction(&e.to_string()))
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    }
+}
+
+/// Whether `bytes` hold a byte JSON escapes (below 0x20, `"` or `\\`),
+/// tested eight bytes at a time.
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let zero_byte = |y: u64| y.wrapping_sub(ONES) & !y & HIGH;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_ne_bytes(word);
+        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        if below
+            | zero_byte(x ^ (ONES * u64::from(b'"')))
+            | zero_byte(x ^ (ONES * u64::from(b'\\')))
+            != 0
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+fn construction(what: &str) -> Failure {
+    Failure::permanent("RequestConstructionFailed", what)
 }
 
 #[derive(Deserialize)]
@@ -321,6 +355,52 @@ mod tests {
         // MessageAttributes, ..., MessageDeduplicationId, MessageGroupId).
         let text = std::str::from_utf8(&body).expect("utf-8");
         assert!(text.starts_with(r#"{"QueueUrl":"http://127.0.0.1:4566/000000000000/q","Entries":[{"Id":"0","MessageBody":"hello","MessageAttributes":{"s":{"DataType":"String","StringValue":"v"}"#), "{text}");
+    }
+
+    proptest::proptest! {
+        /// Whatever the strings hold, the body is JSON that reads back as
+        /// the entries, and its bytes are serde_json's for each string.
+        #[test]
+        fn any_strings_read_back(
+            body in "\\PC{0,30}|[\\x00-\\x1f\"\\\\a-z\u{7f}\u{e9}\u{2028}]{1,30}",
+            value in "[\\x00-\\x1f\"\\\\a-z\u{e9}]{1,20}",
+            binary in proptest::collection::vec(proptest::num::u8::ANY, 1..40),
+            group in proptest::option::of("[!-~]{1,10}"),
+        ) {
+            let mut it = item("i-0", &body, vec![
+                Attribute::string("s", value.clone()),
+                Attribute::binary("b", binary.clone()),
+            ]);
+            if let Some(e) = Arc::get_mut(&mut it.entry) {
+                e.group_id = group.clone();
+            }
+            let out = request_body("http://h/q\"", std::slice::from_ref(&it)).expect("body");
+            let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+            let e = &v["Entries"][0];
+            proptest::prop_assert_eq!(v["QueueUrl"].as_str(), Some("http://h/q\""));
+            proptest::prop_assert_eq!(e["MessageBody"].as_str(), Some(body.as_str()));
+            proptest::prop_assert_eq!(e["MessageAttributes"]["s"]["StringValue"].as_str(), Some(value.as_str()));
+            let b64 = BASE64.encode(&binary);
+            proptest::prop_assert_eq!(e["MessageAttributes"]["b"]["BinaryValue"].as_str(), Some(b64.as_str()));
+            proptest::prop_assert_eq!(e["MessageGroupId"].as_str(), group.as_deref());
+            let text = std::str::from_utf8(&out).expect("utf-8");
+            let body_json = serde_json::to_string(&body).expect("json");
+            let needle = format!("\"MessageBody\":{body_json}");
+            proptest::prop_assert!(text.contains(&needle), "{}", text);
+        }
+    }
+
+    #[test]
+    fn escapes_are_found_at_every_offset_of_a_word() {
+        for bad in ["\u{0}", "\u{1f}", "\"", "\\"] {
+            for at in 0..20 {
+                let s = format!("{}{bad}{}", "a".repeat(at), "é".repeat(10 - at / 2));
+                assert!(needs_escape(s.as_bytes()), "{s:?}");
+            }
+        }
+        for good in ["", "plain text, 8+ bytes long", "é\u{7f}\u{2028}~ !#[]"] {
+            assert!(!needs_escape(good.as_bytes()), "{good:?}");
+        }
     }
 
     #[test]

@@ -41,9 +41,11 @@ pub fn record(i: usize, partition_key: &str, data: &[u8]) -> Value {
     })
 }
 
-/// An event of these records.
+/// An event of these records, read as the function reads it
+/// (`kinesis_to_sqs::event::read`).
 pub fn event(records: Vec<Value>) -> KinesisEvent {
-    serde_json::from_value(json!({ "Records": records })).expect("a Kinesis event")
+    kinesis_to_sqs::event::read(&json!({ "Records": records }).to_string())
+        .expect("a Kinesis event")
 }
 
 /// `n` text records `rec-<i>`, partition keys cycling through `keys`.
@@ -59,7 +61,8 @@ pub fn text_event(n: usize, keys: &[&str]) -> KinesisEvent {
 pub fn sample(name: &str) -> KinesisEvent {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not a Kinesis event: {e}"))
+    kinesis_to_sqs::event::read(&text)
+        .unwrap_or_else(|e| panic!("{path} is not a Kinesis event: {e}"))
 }
 
 /// The workspace's fake SQS, answering each entry with

@@ -1,0 +1,193 @@
+//! The event as Lambda sends it, read with only the fields the function
+//! uses.
+//!
+//! [`KinesisEvent`] (aws_lambda_events) is what [`crate::handle`] takes. The
+//! function does not read it with that type's own `Deserialize`: it copies
+//! seven strings per record that nothing here reads (region, event name,
+//! source, version, role, schema version, encryption type), and its
+//! arrival-timestamp reader builds and formats an error for every record
+//! (an untagged string-or-number enum that tries the string first) and then
+//! formats the number again to split it. On the 10,000-record benchmark
+//! event that was about a quarter of the function's instructions outside
+//! signing. [`Incoming`] reads the fields the records' messages are made of
+//! (`eventID`, `eventSourceARN`, and the `kinesis` record's data, partition
+//! key, sequence number and arrival time), skips the rest unread, and
+//! becomes a [`KinesisEvent`] by moving them.
+//!
+//! What it accepts and refuses is aws_lambda_events's for those fields: the
+//! same required fields (`Records`, `kinesis`, `data`,
+//! `approximateArrivalTimestamp`), the same defaults, base64 data, and an
+//! arrival time as a number or a numeric string of non-negative seconds.
+//! `tests/event_reader.rs` checks both readers give the same records.
+
+use aws_lambda_events::encodings::{Base64Data, SecondTimestamp};
+use chrono::{DateTime, Utc};
+use serde::de::{Deserializer, Error as _};
+use serde::{Deserialize, de::DeserializeOwned};
+
+pub use aws_lambda_events::event::kinesis::{KinesisEvent, KinesisEventRecord, KinesisRecord};
+pub use aws_lambda_events::event::streams::{KinesisBatchItemFailure, KinesisEventResponse};
+
+/// A Kinesis event, read with the fields the function uses.
+#[derive(Debug, Deserialize)]
+pub struct Incoming {
+    #[serde(rename = "Records")]
+    records: Vec<IncomingRecord>,
+}
+
+#[derive(Debug, Deserialize)]
+struct IncomingRecord {
+    #[serde(rename = "eventID", default)]
+    event_id: Option<String>,
+    #[serde(rename = "eventSourceARN", default)]
+    event_source_arn: Option<String>,
+    kinesis: IncomingKinesis,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IncomingKinesis {
+    #[serde(deserialize_with = "arrival")]
+    approximate_arrival_timestamp: DateTime<Utc>,
+    data: Base64Data,
+    #[serde(default)]
+    partition_key: String,
+    #[serde(default)]
+    sequence_number: String,
+}
+
+impl From<Incoming> for KinesisEvent {
+    fn from(event: Incoming) -> Self {
+        let mut out = KinesisEvent::default();
+        out.records = event
+            .records
+            .into_iter()
+            .map(|r| {
+                let mut kinesis = KinesisRecord::default();
+                kinesis.approximate_arrival_timestamp =
+                    SecondTimestamp(r.kinesis.approximate_arrival_timestamp);
+                kinesis.data = r.kinesis.data;
+                kinesis.partition_key = r.kinesis.partition_key;
+                kinesis.sequence_number = r.kinesis.sequence_number;
+                let mut record = KinesisEventRecord::default();
+                record.event_id = r.event_id;
+                record.event_source_arn = r.event_source_arn;
+                record.kinesis = kinesis;
+                record
+            })
+            .collect();
+        out
+    }
+}
+
+/// `json` read as the function reads an event ([`Incoming`], through
+/// [`sqs_forwarder::payload::read`]): the event, or the error naming the
+/// field at fault.
+pub fn read(json: &str) -> Result<KinesisEvent, String> {
+    read_as::<Incoming>(json).map(KinesisEvent::from)
+}
+
+fn read_as<T: DeserializeOwned>(json: &str) -> Result<T, String> {
+    sqs_forwarder::payload::read(json)
+}
+
+/// The arrival time: seconds since the epoch as a JSON number or a numeric
+/// string, with a fraction; as aws_lambda_events takes it, negative or
+/// non-finite values are refused.
+fn arrival<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+    struct Seconds;
+    impl serde::de::Visitor<'_> for Seconds {
+        type Value = f64;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("seconds since the epoch, as a number or a string")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<f64, E> {
+            Ok(v as f64)
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<f64, E> {
+            Ok(v)
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<f64, E> {
+            v.parse::<f64>().map_err(E::custom)
+        }
+    }
+    let seconds = d.deserialize_any(Seconds)?;
+    // Below 2^53 s every whole second is exact; aws_lambda_events refuses
+    // what it cannot split into two unsigned integers.
+    if !(0.0..9_007_199_254_740_992.0).contains(&seconds) {
+        return Err(D::Error::custom(format!(
+            "invalid timestamp: {seconds} seconds since the epoch"
+        )));
+    }
+    let whole = seconds.trunc();
+    let millis = ((seconds - whole) * 1000.0).round().min(999.0);
+    DateTime::from_timestamp(whole as i64, (millis as u32) * 1_000_000)
+        .ok_or_else(|| D::Error::custom("invalid timestamp"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival_of(v: serde_json::Value) -> Result<i64, String> {
+        let text = serde_json::json!({"Records": [{"kinesis": {
+            "data": "AA==", "approximateArrivalTimestamp": v
+        }}]})
+        .to_string();
+        read(&text).map(|e| {
+            e.records[0]
+                .kinesis
+                .approximate_arrival_timestamp
+                .0
+                .timestamp()
+        })
+    }
+
+    #[test]
+    fn arrival_times_as_numbers_and_strings() {
+        assert_eq!(
+            arrival_of(serde_json::json!(1_764_410_000.5)),
+            Ok(1_764_410_000)
+        );
+        assert_eq!(
+            arrival_of(serde_json::json!(1_764_410_000u64)),
+            Ok(1_764_410_000)
+        );
+        assert_eq!(
+            arrival_of(serde_json::json!("1764410000.999")),
+            Ok(1_764_410_000)
+        );
+        assert_eq!(arrival_of(serde_json::json!(0)), Ok(0));
+        // The fraction is read as a fraction (aws_lambda_events 1.2 reads
+        // `.25` as 25 ms).
+        let text = serde_json::json!({"Records": [{"kinesis": {
+            "data": "AA==", "approximateArrivalTimestamp": 1_764_410_000.25
+        }}]})
+        .to_string();
+        let e = read(&text).expect("read");
+        assert_eq!(
+            e.records[0]
+                .kinesis
+                .approximate_arrival_timestamp
+                .0
+                .timestamp_subsec_millis(),
+            250
+        );
+        for bad in [
+            serde_json::json!(-1),
+            serde_json::json!("yesterday"),
+            serde_json::json!(null),
+            serde_json::json!(1e300),
+            serde_json::json!([1]),
+        ] {
+            let e = arrival_of(bad.clone()).expect_err("refused");
+            assert!(
+                e.starts_with("[Records[0].kinesis.approximateArrivalTimestamp]"),
+                "{bad}: {e}"
+            );
+        }
+    }
+}

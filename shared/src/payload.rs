@@ -1,0 +1,114 @@
+//! Reading a Lambda event without lambda_runtime's per-field path tracking.
+//!
+//! lambda_runtime reads every event through `serde_path_to_error`, which
+//! keeps the path of the value being read: every object key of the event is
+//! copied into a `String` on the way, whatever the event holds. On the
+//! 10,000-record Kinesis event that reading was about a quarter of the
+//! function's instructions (bench/README.md, "Profiling"). [`Payload`] takes
+//! the event as raw JSON through that reader (one pass that copies nothing:
+//! the raw JSON is borrowed from the invocation's body) and reads it with serde_json directly. Only when that fails is
+//! the event read again with the path kept, so a malformed event still
+//! fails naming the field at fault, as lambda_runtime's own error does:
+//! `[Records[1].kinesis.data] invalid value: ...`.
+
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+
+/// An event of type `T`, read by [`read`]: the payload type to give
+/// lambda_runtime (`LambdaEvent<Payload<T>>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload<T>(pub T);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Payload<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Borrowed from the invocation's body: the event is not copied.
+        let raw = <&'de RawValue>::deserialize(d)?;
+        read(raw.get()).map(Payload).map_err(D::Error::custom)
+    }
+}
+
+/// `json` as a `T`; on failure, the error with the path of the value at
+/// fault, formatted as lambda_runtime formats it (`[path] error`, no path
+/// for the whole document).
+pub fn read<T: DeserializeOwned>(json: &str) -> Result<T, String> {
+    match serde_json::from_str(json) {
+        Ok(v) => Ok(v),
+        Err(plain) => {
+            let de = &mut serde_json::Deserializer::from_str(json);
+            match serde_path_to_error::deserialize::<_, T>(de) {
+                // Cannot happen (the same reader over the same text); the
+                // plain error is the answer then.
+                Ok(_) => Err(plain.to_string()),
+                Err(e) => {
+                    let path = e.path().to_string();
+                    if path == "." {
+                        Err(e.inner().to_string())
+                    } else {
+                        Err(format!("[{path}] {}", e.inner()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Event {
+        #[serde(rename = "Records")]
+        records: Vec<Record>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Record {
+        id: String,
+        n: u32,
+    }
+
+    /// Read as lambda_runtime reads a payload: through serde_path_to_error.
+    fn as_the_runtime_reads<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+        let de = &mut serde_json::Deserializer::from_slice(text.as_bytes());
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            format!("[{path}] {}", e.inner())
+        })
+    }
+
+    #[test]
+    fn an_event_reads_as_it_would_without_the_wrapper() {
+        let text =
+            r#"{"Records":[{"id":"a\u00e9\"","n":1},{"n":2,"id":"b","extra":[1,{"x":null}]}]}"#;
+        let got: Payload<Event> = as_the_runtime_reads(text).expect("read");
+        let want: Event = serde_json::from_str(text).expect("plain");
+        assert_eq!(got.0, want);
+        assert_eq!(got.0.records[0].id, "aé\"");
+    }
+
+    #[test]
+    fn a_malformed_event_names_the_field_at_fault() {
+        let e = as_the_runtime_reads::<Payload<Event>>(
+            r#"{"Records":[{"id":"a","n":1},{"id":"b","n":"two"}]}"#,
+        )
+        .expect_err("refused");
+        // The runtime's own path is the whole document; the message holds
+        // the field's.
+        assert!(
+            e.starts_with("[.] [Records[1].n] invalid type: string \"two\""),
+            "{e}"
+        );
+        let e = as_the_runtime_reads::<Payload<Event>>(r#"{"Records":[{"id":"a"}]}"#)
+            .expect_err("refused");
+        assert!(e.starts_with("[.] [Records[0]] missing field `n`"), "{e}");
+        // Not JSON at all: the raw reader's own error.
+        let e = as_the_runtime_reads::<Payload<Event>>(r#"{"Records":[}"#).expect_err("refused");
+        assert!(e.contains("expected"), "{e}");
+        assert_eq!(
+            read::<Event>("7").map_err(|e| e.contains("invalid type")),
+            Err(true)
+        );
+    }
+}
