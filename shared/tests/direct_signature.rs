@@ -387,6 +387,44 @@ async fn the_direct_client_signs_as_sqs_verifies() {
 }
 
 #[tokio::test]
+async fn what_the_own_signer_does_not_take_is_signed_by_aws_sigv4_and_verifies() {
+    // The direct client signs `POST /` itself; an endpoint with a path, or a
+    // session token SigV4 would normalise, goes through aws-sigv4's general
+    // signer. Both must still verify.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "application/x-amz-json-1.0")
+                .set_body_string(r#"{"Successful":[],"Failed":[]}"#),
+        )
+        .mount(&server)
+        .await;
+    let url = format!("{}/123456789012/q", server.uri());
+    let with_path = format!("{}/edge/sqs", server.uri());
+    for (endpoint, token) in [
+        (with_path.as_str(), None),
+        (server.uri().as_str(), Some("session token with spaces")),
+    ] {
+        let sdk = sdk(endpoint, token);
+        let client = sqs_forwarder::queue::sqs_client(&sdk);
+        let direct = SqsTransport::direct(
+            sqs_forwarder::direct::DirectClient::new(&sdk, &client).expect("direct client"),
+            &url,
+        );
+        let _ = direct.send_batch(&items()).await;
+        let requests = server.received_requests().await.expect("recorded");
+        let last = Received::from(requests.last().expect("a request"));
+        verify(&last, ACCESS_KEY, SECRET, REGION, "sqs", SystemTime::now())
+            .unwrap_or_else(|e| panic!("{endpoint}, token {token:?}: {e}"));
+        assert_eq!(last.header("x-amz-security-token"), token);
+        if endpoint == with_path {
+            assert_eq!(last.path, "/edge/sqs/");
+        }
+    }
+}
+
+#[tokio::test]
 async fn connect_signs_with_the_same_verifiable_signature() {
     // Through the configuration a user sets (SQS_CLIENT=direct), not only the
     // constructor: the request the started forwarder sends verifies too.
