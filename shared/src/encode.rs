@@ -110,24 +110,8 @@ pub fn is_sqs_char(c: char) -> bool {
 /// tested for a byte below `0x20` or an `0xEF`, and only from the first
 /// word that has one is the text read byte by byte.
 pub fn is_sqs_text(s: &str) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let bytes = s.as_bytes();
-    let mut start = 0;
-    for chunk in bytes.chunks_exact(8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_ne_bytes(word);
-        // Some byte below 0x20; some byte equal to 0xEF (a zero byte of
-        // x ^ 0xEFEF..). Both tests are exact for "some byte".
-        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        let y = x ^ (ONES * 0xEF);
-        let ef = y.wrapping_sub(ONES) & !y & HIGH;
-        if below | ef != 0 {
-            break;
-        }
-        start += 8;
-    }
+    let start = crate::byte_scan::clean_words(bytes, 0x20, &[0xEF]);
     let rest = &bytes[start..];
     rest.iter().enumerate().all(|(i, &b)| match b {
         b'\t' | b'\n' | b'\r' => true,

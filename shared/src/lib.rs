@@ -86,6 +86,7 @@
 pub mod allocator;
 pub mod aws_names;
 pub mod batch;
+mod byte_scan;
 pub mod config;
 pub mod credentials;
 pub mod direct;

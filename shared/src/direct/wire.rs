@@ -130,25 +130,8 @@ fn json_str(out: &mut Vec<u8>, s: &str) -> Result<(), Failure> {
 /// Whether `bytes` hold a byte JSON escapes (below 0x20, `"` or `\\`),
 /// tested eight bytes at a time.
 fn needs_escape(bytes: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let zero_byte = |y: u64| y.wrapping_sub(ONES) & !y & HIGH;
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_ne_bytes(word);
-        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        if below
-            | zero_byte(x ^ (ONES * u64::from(b'"')))
-            | zero_byte(x ^ (ONES * u64::from(b'\\')))
-            != 0
-        {
-            return true;
-        }
-    }
-    chunks
-        .remainder()
+    let start = crate::byte_scan::clean_words(bytes, 0x20, b"\"\\");
+    bytes[start..]
         .iter()
         .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
