@@ -46,11 +46,8 @@ pub mod wire;
 use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
-use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-use aws_sigv4::sign::v4;
-use aws_smithy_runtime_api::client::identity::Identity;
 use bytes::Bytes;
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 
 use crate::credentials::error_chain;
@@ -245,12 +242,7 @@ impl DirectClient {
         let now = SystemTime::now();
         // Signed as the SDK signs: content-length too.
         let length = body.len().to_string();
-        let headers = [
-            (CONTENT_LENGTH.as_str(), length.as_str()),
-            (CONTENT_TYPE.as_str(), wire::CONTENT_TYPE),
-            ("x-amz-target", wire::TARGET),
-            ("x-amzn-query-mode", "true"),
-        ];
+        let headers = sign::request_headers(&length);
         let mut request = http::Request::post(self.endpoint.clone())
             .body(Full::new(Bytes::new()))
             .map_err(|_| signing_failed("the request"))?;
@@ -282,57 +274,16 @@ impl DirectClient {
                 h.insert(http::header::AUTHORIZATION, authorization);
             }
             None => {
-                for (name, value) in self.general_signature(&identity, now, &headers, &body)? {
+                let uri = self.endpoint.to_string();
+                let signed = sign::general(&identity, &self.region, &uri, now, &headers, &body)
+                    .map_err(signing_failed)?;
+                for (name, value) in signed {
                     h.insert(name, value);
                 }
             }
         }
         *request.body_mut() = Full::new(Bytes::from(body));
         Ok(request)
-    }
-
-    /// The signature headers from aws-sigv4's general signer, for what
-    /// [`Signer`] does not take (an endpoint with a path, an unusual
-    /// session token, an identity that is not plain credentials).
-    fn general_signature(
-        &self,
-        identity: &Identity,
-        now: SystemTime,
-        headers: &[(&str, &str)],
-        body: &[u8],
-    ) -> Result<Vec<(HeaderName, HeaderValue)>, CallError> {
-        let params = v4::SigningParams::builder()
-            .identity(identity)
-            .region(&self.region)
-            .name("sqs")
-            .time(now)
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|_| signing_failed("signing parameters"))?
-            .into();
-        let uri = self.endpoint.to_string();
-        let signable = SignableRequest::new(
-            "POST",
-            uri.as_str(),
-            headers.iter().copied(),
-            SignableBody::Bytes(body),
-        )
-        .map_err(|_| signing_failed("the request"))?;
-        let (instructions, _signature) = sign(signable, &params)
-            .map_err(|_| signing_failed("the signature"))?
-            .into_parts();
-        let (signed, _query) = instructions.into_parts();
-        signed
-            .into_iter()
-            .map(|header| {
-                let mut value = HeaderValue::from_str(header.value())
-                    .map_err(|_| signing_failed("a header value"))?;
-                value.set_sensitive(header.sensitive());
-                let name = HeaderName::from_bytes(header.name().as_bytes())
-                    .map_err(|_| signing_failed("a header name"))?;
-                Ok((name, value))
-            })
-            .collect()
     }
 }
 

@@ -40,7 +40,9 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use aws_credential_types::Credentials;
-use aws_sigv4::sign::v4::{calculate_signature, generate_signing_key};
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+use aws_sigv4::sign::v4::{self, calculate_signature, generate_signing_key};
+use aws_smithy_runtime_api::client::identity::Identity;
 use sha2::{Digest, Sha256};
 
 use super::wire;
@@ -201,6 +203,62 @@ impl Signer {
     }
 }
 
+/// The headers of a `SendMessageBatch` request with a body of `length`
+/// bytes, all of them signed (as the SDK signs: content-length too).
+pub(crate) fn request_headers(length: &str) -> [(&'static str, &str); 4] {
+    [
+        ("content-length", length),
+        ("content-type", wire::CONTENT_TYPE),
+        ("x-amz-target", wire::TARGET),
+        ("x-amzn-query-mode", "true"),
+    ]
+}
+
+/// The signature headers aws-sigv4's general signer gives a `POST` of
+/// `body` with `headers` to `uri`, for what [`Signer`] does not take (an
+/// endpoint with a path, an unusual session token, an identity that is not
+/// plain credentials); on failure, what could not be made.
+pub(crate) fn general(
+    identity: &Identity,
+    region: &str,
+    uri: &str,
+    now: SystemTime,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Vec<(http::HeaderName, http::HeaderValue)>, &'static str> {
+    let params = v4::SigningParams::builder()
+        .identity(identity)
+        .region(region)
+        .name(SERVICE)
+        .time(now)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|_| "signing parameters")?
+        .into();
+    let signable = SignableRequest::new(
+        "POST",
+        uri,
+        headers.iter().copied(),
+        SignableBody::Bytes(body),
+    )
+    .map_err(|_| "the request")?;
+    let (instructions, _signature) = sign(signable, &params)
+        .map_err(|_| "the signature")?
+        .into_parts();
+    let (signed, _query) = instructions.into_parts();
+    signed
+        .into_iter()
+        .map(|header| {
+            let mut value =
+                http::HeaderValue::from_str(header.value()).map_err(|_| "a header value")?;
+            value.set_sensitive(header.sensitive());
+            let name = http::HeaderName::from_bytes(header.name().as_bytes())
+                .map_err(|_| "a header name")?;
+            Ok((name, value))
+        })
+        .collect()
+}
+
 /// The `host` SigV4 signs for `endpoint`, as aws-sigv4 takes it (the host,
 /// with the port unless it is the scheme's default), or `None` for an
 /// endpoint this signer does not take: a path other than `/`, a query, or
@@ -237,10 +295,6 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
 mod tests {
     use std::time::Duration;
 
-    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
-    use aws_sigv4::sign::v4;
-    use aws_smithy_runtime_api::client::identity::Identity;
-
     use super::*;
 
     /// The headers aws-sigv4's general signer gives the same request.
@@ -251,36 +305,19 @@ mod tests {
         now: SystemTime,
         body: &[u8],
     ) -> Vec<(String, String)> {
-        let identity = Identity::from(credentials.clone());
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(region)
-            .name("sqs")
-            .time(now)
-            .settings(SigningSettings::default())
-            .build()
-            .expect("params")
-            .into();
         let length = body.len().to_string();
-        let headers = [
-            ("content-length", length.as_str()),
-            ("content-type", wire::CONTENT_TYPE),
-            ("x-amz-target", wire::TARGET),
-            ("x-amzn-query-mode", "true"),
-        ];
-        let signable = SignableRequest::new(
-            "POST",
+        super::general(
+            &Identity::from(credentials.clone()),
+            region,
             uri,
-            headers.iter().copied(),
-            SignableBody::Bytes(body),
+            now,
+            &request_headers(&length),
+            body,
         )
-        .expect("signable");
-        let (instructions, _) = sign(signable, &params).expect("signed").into_parts();
-        let (headers, _) = instructions.into_parts();
-        headers
-            .into_iter()
-            .map(|h| (h.name().to_owned(), h.value().to_owned()))
-            .collect()
+        .expect("signed")
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v.to_str().expect("ASCII").to_owned()))
+        .collect()
     }
 
     fn ours(
