@@ -6,10 +6,10 @@
 
 mod direct_common;
 
-use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
+use direct_common::{ACCESS_KEY, REGION, SECRET, both_clients, items, sdk};
 use serde_json::Value;
+use sqs_forwarder::Config;
 use sqs_forwarder::transport::{EntryResult, Transport};
-use sqs_forwarder::{Config, SqsTransport};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -45,13 +45,7 @@ async fn same_request_as_the_sdk_signed_the_same_way() {
     let endpoint = server.uri();
     let url = format!("{endpoint}/000000000000/q");
     for token in [None, Some("session-token")] {
-        let sdk = sdk(&endpoint, token);
-        let client = sqs_forwarder::queue::sqs_client(&sdk);
-        let direct = SqsTransport::direct(
-            sqs_forwarder::direct::DirectClient::new(&sdk, &client).expect("direct client"),
-            &url,
-        );
-        let via_sdk = SqsTransport::new(client, &url);
+        let (direct, via_sdk) = both_clients(&sdk(&endpoint, token), &url);
         let items = items();
         let expected = vec![
             (

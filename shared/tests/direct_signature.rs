@@ -11,11 +11,11 @@ mod direct_common;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
+use direct_common::{ACCESS_KEY, REGION, SECRET, both_clients, items, sdk};
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
+use sqs_forwarder::Config;
 use sqs_forwarder::transport::Transport;
-use sqs_forwarder::{Config, SqsTransport};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -319,8 +319,9 @@ fn the_verifier_reproduces_aws_published_example() {
     );
 }
 
-#[tokio::test]
-async fn the_direct_client_signs_as_sqs_verifies() {
+/// A fake SQS that answers every POST with an empty `SendMessageBatch`
+/// result: what matters to these tests is the request.
+async fn empty_answers() -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
@@ -330,16 +331,16 @@ async fn the_direct_client_signs_as_sqs_verifies() {
         )
         .mount(&server)
         .await;
+    server
+}
+
+#[tokio::test]
+async fn the_direct_client_signs_as_sqs_verifies() {
+    let server = empty_answers().await;
     // A queue URL with characters the path encoding must carry.
     let url = format!("{}/123456789012/orders-%7Etest.fifo", server.uri());
     for token in [None, Some("FwoGZXIvYXdzEJr//////////token+with/slashes=")] {
-        let sdk = sdk(&server.uri(), token);
-        let client = sqs_forwarder::queue::sqs_client(&sdk);
-        let direct = SqsTransport::direct(
-            sqs_forwarder::direct::DirectClient::new(&sdk, &client).expect("direct client"),
-            &url,
-        );
-        let via_sdk = SqsTransport::new(client, &url);
+        let (direct, via_sdk) = both_clients(&sdk(&server.uri(), token), &url);
         let items = items();
         // Both answer the same (empty) result; what matters is the request.
         let _ = via_sdk.send_batch(&items).await;
@@ -391,27 +392,14 @@ async fn what_the_own_signer_does_not_take_is_signed_by_aws_sigv4_and_verifies()
     // The direct client signs `POST /` itself; an endpoint with a path, or a
     // session token SigV4 would normalise, goes through aws-sigv4's general
     // signer. Both must still verify.
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .insert_header("content-type", "application/x-amz-json-1.0")
-                .set_body_string(r#"{"Successful":[],"Failed":[]}"#),
-        )
-        .mount(&server)
-        .await;
+    let server = empty_answers().await;
     let url = format!("{}/123456789012/q", server.uri());
     let with_path = format!("{}/edge/sqs", server.uri());
     for (endpoint, token) in [
         (with_path.as_str(), None),
         (server.uri().as_str(), Some("session token with spaces")),
     ] {
-        let sdk = sdk(endpoint, token);
-        let client = sqs_forwarder::queue::sqs_client(&sdk);
-        let direct = SqsTransport::direct(
-            sqs_forwarder::direct::DirectClient::new(&sdk, &client).expect("direct client"),
-            &url,
-        );
+        let (direct, _) = both_clients(&sdk(endpoint, token), &url);
         let _ = direct.send_batch(&items()).await;
         let requests = server.received_requests().await.expect("recorded");
         let last = Received::from(requests.last().expect("a request"));

@@ -22,8 +22,8 @@
 
 use aws_lambda_events::encodings::{Base64Data, SecondTimestamp};
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use serde::de::{Deserializer, Error as _};
-use serde::{Deserialize, de::DeserializeOwned};
 
 pub use aws_lambda_events::event::kinesis::{KinesisEvent, KinesisEventRecord, KinesisRecord};
 pub use aws_lambda_events::event::streams::{KinesisBatchItemFailure, KinesisEventResponse};
@@ -84,11 +84,7 @@ impl From<Incoming> for KinesisEvent {
 /// [`sqs_forwarder::payload::read`]): the event, or the error naming the
 /// field at fault.
 pub fn read(json: &str) -> Result<KinesisEvent, String> {
-    read_as::<Incoming>(json).map(KinesisEvent::from)
-}
-
-fn read_as<T: DeserializeOwned>(json: &str) -> Result<T, String> {
-    sqs_forwarder::payload::read(json)
+    sqs_forwarder::payload::read::<Incoming>(json).map(KinesisEvent::from)
 }
 
 /// The arrival time: seconds since the epoch as a JSON number or a numeric

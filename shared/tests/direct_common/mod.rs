@@ -12,9 +12,9 @@ use aws_config::SdkConfig;
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_sqs::config::{BehaviorVersion, Region};
-use sqs_forwarder::Attribute;
 use sqs_forwarder::encode::Entry;
 use sqs_forwarder::transport::BatchItem;
+use sqs_forwarder::{Attribute, SqsTransport};
 
 /// The access key the fake endpoint's requests are signed with.
 pub const ACCESS_KEY: &str = "AKIDTEST";
@@ -67,4 +67,15 @@ pub fn items() -> Vec<BatchItem> {
         ),
         entry("1", "plain", vec![], "g2"),
     ]
+}
+
+/// The same queue through the direct client and through aws-sdk-sqs, both
+/// built from `sdk` as the functions build them: (direct, SDK).
+pub fn both_clients(sdk: &SdkConfig, queue_url: &str) -> (SqsTransport, SqsTransport) {
+    let client = sqs_forwarder::queue::sqs_client(sdk);
+    let direct = SqsTransport::direct(
+        sqs_forwarder::direct::DirectClient::new(sdk, &client).expect("direct client"),
+        queue_url,
+    );
+    (direct, SqsTransport::new(client, queue_url))
 }
