@@ -42,7 +42,12 @@ import workloads  # noqa: E402
 CASES = {
     "kinesis-to-sqs": "kinesis-10000x40B",
     "apigw-to-sqs": "apigw-1000x1KB-ndjson",
+    "s3-to-sqs": "s3-100-notifications",
+    "rabbitmq-to-sqs": "rabbitmq-10000",
 }
+# Counted unless --functions says otherwise (rabbitmq-to-sqs needs the broker
+# on 127.0.0.1:5672 and fills a queue before each count).
+DEFAULT = ["kinesis-to-sqs", "apigw-to-sqs", "s3-to-sqs"]
 
 
 def instructions(out_file):
@@ -54,11 +59,13 @@ def instructions(out_file):
     raise SystemExit(f"{out_file}: no totals line")
 
 
-def counted(bench, stub, event, invocations, env, binary, work, tag):
+def counted(bench, stub, event, invocations, env, binary, work, tag, before=None):
     out = os.path.join(work, f"callgrind.{tag}.out")
     command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", binary]
     cmd = [bench, "lambda", "--event", event, "--invocations", str(invocations), "--timeout", "600",
            "--stub", stub.hostport, "--log", os.path.join(work, f"{tag}.log"), "--grace", "60"]
+    if before:
+        cmd += ["--before-each", before]
     for k, v in env.items():
         cmd += ["--env", f"{k}={v}"]
     r = subprocess.run(cmd + ["--"] + command, capture_output=True, text=True)
@@ -77,7 +84,8 @@ def main():
     ap.add_argument("--profiles", default="release", help="comma-separated build profiles to compare")
     ap.add_argument("--tools-profile", default="bench-tools")
     ap.add_argument("--bench", default="", help="the bench tool (default: TARGET_DIR/TOOLS_PROFILE/bench)")
-    ap.add_argument("--functions", default=",".join(CASES), help="comma-separated functions")
+    ap.add_argument("--functions", default=",".join(DEFAULT),
+                    help=f"comma-separated functions, of {', '.join(CASES)}")
     ap.add_argument("--fn-env", action="append", default=[], metavar="K=V")
     ap.add_argument("--keep", default="", metavar="DIR",
                     help="keep the callgrind outputs in DIR (callgrind.FN.PROFILE.one.out holds the cold start and "
@@ -91,23 +99,31 @@ def main():
     work = tempfile.mkdtemp(prefix="instructions-")
     ws = {w["name"]: w for w in workloads.write(os.path.join(work, "events"))}
     stub = run.Stub(bench, [])
-    env = stub.env("instructions")
-    env.update(kv.split("=", 1) for kv in args.fn_env)
+    fn_env = dict(kv.split("=", 1) for kv in args.fn_env)
     print("| function | profile | binary | cold start (instructions) | per message (instructions) |")
     print("|---|---|---:|---:|---:|")
     try:
         for fn in args.functions.split(","):
             w = ws[CASES[fn]]
+            # The workload's environment as the benchmark sets it (S3 lines
+            # mode, the RabbitMQ queue and the command that fills it).
+            envs = run.environments(w, stub, "instructions")
+            if envs is None:
+                raise SystemExit(f"{fn}: its workload needs RabbitMQ on 127.0.0.1:5672")
+            env, _, before, rabbit = envs
+            env.update(fn_env)
             for profile in args.profiles.split(","):
                 binary = os.path.join(args.target_dir, profile, fn)
                 if not os.path.exists(binary):
                     raise SystemExit(f"{binary} is missing: cargo build --profile {profile} -p {fn}")
                 tag = f"{fn}.{profile}"
                 cold = counted(bench, stub, w["event"], 0, env, binary, work, tag + ".cold")
-                total = counted(bench, stub, w["event"], 1, env, binary, work, tag + ".one")
+                total = counted(bench, stub, w["event"], 1, env, binary, work, tag + ".one", before.get("ours"))
                 per = (total - cold) / w["messages"]
                 size = os.path.getsize(binary)
                 print(f"| {fn} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per:,.0f} |", flush=True)
+            if rabbit:
+                run.delete_queue(rabbit, "bench-ours-instructions")
     finally:
         stub.stop()
     if args.keep:

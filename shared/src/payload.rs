@@ -32,6 +32,25 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Payload<T> {
 /// fault, formatted as lambda_runtime formats it (`[path] error`, no path
 /// for the whole document).
 pub fn read<T: DeserializeOwned>(json: &str) -> Result<T, String> {
+    read_at(json).map_err(|e| match e.path {
+        Some(path) => format!("[{path}] {}", e.error),
+        None => e.error,
+    })
+}
+
+/// Why [`read_at`] could not read an event: the error and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misread {
+    /// The path of the value at fault (`Records[1].kinesis.data`); `None`
+    /// when the fault is the whole document's.
+    pub path: Option<String>,
+    /// serde_json's error.
+    pub error: String,
+}
+
+/// `json` as a `T`, read by serde_json directly; only when that fails is it
+/// read again with the path kept, to say where.
+pub fn read_at<T: DeserializeOwned>(json: &str) -> Result<T, Misread> {
     match serde_json::from_str(json) {
         Ok(v) => Ok(v),
         Err(plain) => {
@@ -39,14 +58,16 @@ pub fn read<T: DeserializeOwned>(json: &str) -> Result<T, String> {
             match serde_path_to_error::deserialize::<_, T>(de) {
                 // Cannot happen (the same reader over the same text); the
                 // plain error is the answer then.
-                Ok(_) => Err(plain.to_string()),
+                Ok(_) => Err(Misread {
+                    path: None,
+                    error: plain.to_string(),
+                }),
                 Err(e) => {
                     let path = e.path().to_string();
-                    if path == "." {
-                        Err(e.inner().to_string())
-                    } else {
-                        Err(format!("[{path}] {}", e.inner()))
-                    }
+                    Err(Misread {
+                        path: (path != ".").then_some(path),
+                        error: e.inner().to_string(),
+                    })
                 }
             }
         }

@@ -16,9 +16,10 @@
 //! }
 //! ```
 //!
-//! The runtime's flavor is each function's own: kinesis-to-sqs and
-//! apigw-to-sqs run on one thread (the least CPU per record), s3-to-sqs and
-//! rabbitmq-to-sqs on the multi-thread runtime they were built and tested on.
+//! The runtime's flavor is each function's own; all four run on one thread
+//! (`#[tokio::main(flavor = "current_thread")]`): their work is I/O, and a
+//! multi-thread runtime spent more CPU handing tasks between its threads
+//! than it saved (bench/README.md).
 //!
 //! A start that fails ends the process with [`INIT_FAILED`] (2) and the
 //! reason on stderr, which fails the Lambda init with that line in the log.

@@ -14,11 +14,15 @@
 //! named in the notification vocabulary (`ObjectCreated:Put`), whichever way
 //! it came, so that one `EVENT_NAMES` filter and one message shape serve both.
 
+use std::borrow::Cow;
+
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use aws_lambda_events::event::s3::{S3Event, S3EventRecord};
 use percent_encoding::percent_decode_str;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use sqs_forwarder::payload::{self, Misread};
 
 /// How an event reached the function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,22 +117,84 @@ pub enum EventError {
     NotS3(String),
 }
 
-/// Read an event.
-pub fn parse(event: Value) -> Result<Incoming, EventError> {
-    let Value::Object(map) = &event else {
-        return Err(EventError::Malformed(format!(
-            "expected a JSON object, got {}",
-            kind(&event)
-        )));
-    };
-    if map.contains_key("Records") {
-        return parse_notification(event);
+/// The event as lambda_runtime hands it to the function, read by
+/// [`parse_json`] from the invocation's body: borrowed, not copied, and
+/// without lambda_runtime's per-field path tracking (see
+/// [`sqs_forwarder::payload`]). An event this function cannot read is kept
+/// as its error, so that the invocation fails with the function's own
+/// `S3ToSqs.InvalidEvent` and message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event(pub Result<Incoming, EventError>);
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        Ok(Event(parse_json(raw.get())))
     }
-    if map.get("Event").and_then(Value::as_str) == Some("s3:TestEvent") {
-        let bucket = map.get("Bucket").and_then(Value::as_str).map(str::to_owned);
+}
+
+/// Read an event given as a JSON value (as [`parse_json`] reads its text).
+pub fn parse(event: Value) -> Result<Incoming, EventError> {
+    parse_json(&event.to_string())
+}
+
+/// The top-level fields that say which shape an event has, borrowed from
+/// its text: the rest is skipped, not read.
+#[derive(Deserialize)]
+struct Shape<'a> {
+    #[serde(rename = "Records", default, borrow, deserialize_with = "present")]
+    records: Option<&'a RawValue>,
+    #[serde(rename = "Event", default, borrow, deserialize_with = "present")]
+    event: Option<&'a RawValue>,
+    #[serde(rename = "Bucket", default, borrow, deserialize_with = "present")]
+    bucket: Option<&'a RawValue>,
+    #[serde(rename = "detail-type", default, borrow, deserialize_with = "present")]
+    detail_type: Option<&'a RawValue>,
+}
+
+/// A record's source and version, read before the record itself so that
+/// an SNS or SQS record, or a future version, is named as such.
+#[derive(Default, Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "eventSource", default, borrow, deserialize_with = "present")]
+    source: Option<&'a RawValue>,
+    #[serde(rename = "eventVersion", default, borrow, deserialize_with = "present")]
+    version: Option<&'a RawValue>,
+}
+
+/// A field that is there, whatever its value (`null` included).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
+}
+
+/// A raw value's text when it is a JSON string.
+fn text(raw: &RawValue) -> Option<Cow<'_, str>> {
+    serde_json::from_str::<&str>(raw.get())
+        .map(Cow::Borrowed)
+        .or_else(|_| serde_json::from_str::<String>(raw.get()).map(Cow::Owned))
+        .ok()
+}
+
+/// Read an event from its JSON text.
+pub fn parse_json(json: &str) -> Result<Incoming, EventError> {
+    if !json.trim_start().starts_with('{') {
+        // Not an object (a small event, read whole only to name its kind).
+        let got = serde_json::from_str::<Value>(json).map_or("no JSON", |v| kind(&v));
+        return Err(EventError::Malformed(format!(
+            "expected a JSON object, got {got}"
+        )));
+    }
+    let shape: Shape<'_> =
+        serde_json::from_str(json).map_err(|e| EventError::Malformed(e.to_string()))?;
+    if let Some(records) = shape.records {
+        return parse_notification(json, records);
+    }
+    if shape.event.and_then(text).as_deref() == Some("s3:TestEvent") {
+        let bucket = shape.bucket.and_then(text).map(Cow::into_owned);
         return Ok(Incoming::TestEvent { bucket });
     }
-    if map.contains_key("detail-type") {
+    if shape.detail_type.is_some() {
+        let event = serde_json::from_str(json).map_err(|e| EventError::Malformed(e.to_string()))?;
         return parse_eventbridge(event);
     }
     Err(EventError::Malformed(
@@ -137,12 +203,22 @@ pub fn parse(event: Value) -> Result<Incoming, EventError> {
 }
 
 /// The event as `T`, or why not, naming the field at fault
-/// (`Records[2].s3.object.size: invalid type: ...`).
+/// (`detail.object: missing field ...`).
 fn typed<T: serde::de::DeserializeOwned>(event: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(event).map_err(|e| match e.path().to_string() {
-        p if p == "." => e.inner().to_string(),
-        p => format!("{p}: {}", e.inner()),
+    serde_path_to_error::deserialize(event).map_err(|e| {
+        located(Misread {
+            path: Some(e.path().to_string()).filter(|p| p != "."),
+            error: e.inner().to_string(),
+        })
     })
+}
+
+/// `path: error`, or the error alone when it is the whole document's.
+fn located(m: Misread) -> String {
+    match m.path {
+        Some(p) => format!("{p}: {}", m.error),
+        None => m.error,
+    }
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -156,25 +232,26 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-fn parse_notification(event: Value) -> Result<Incoming, EventError> {
-    // Check each record's source and version before the typed parse, so that
+fn parse_notification(json: &str, records: &RawValue) -> Result<Incoming, EventError> {
+    // Check each record's source and version before the typed read, so that
     // an SNS or SQS record, or a future version, is named as such rather
     // than reported as a missing field.
-    if let Some(Value::Array(records)) = event.get("Records") {
+    if let Ok(records) = serde_json::from_str::<Vec<&RawValue>>(records.get()) {
         for (index, record) in records.iter().enumerate() {
-            if let Some(source) = record.get("eventSource").and_then(Value::as_str)
+            let head: Head<'_> = serde_json::from_str(record.get()).unwrap_or_default();
+            if let Some(source) = head.source.and_then(text)
                 && source != "aws:s3"
             {
                 return Err(EventError::NotS3(format!(
                     "record {index} comes from {source:?}, not aws:s3"
                 )));
             }
-            match record.get("eventVersion").and_then(Value::as_str) {
+            match head.version.and_then(text) {
                 Some(v) if v == "2" || v.starts_with("2.") => {}
                 Some(v) => {
                     return Err(EventError::UnknownVersion {
                         place: format!("record {index}"),
-                        version: v.to_owned(),
+                        version: v.into_owned(),
                     });
                 }
                 None => {
@@ -185,8 +262,10 @@ fn parse_notification(event: Value) -> Result<Incoming, EventError> {
             }
         }
     }
-    let parsed: S3Event = typed(event)
-        .map_err(|e| EventError::Malformed(format!("not an S3 event notification: {e}")))?;
+    // serde_json straight from the text; the path is kept only on failure.
+    let parsed: S3Event = payload::read_at(json).map_err(|e| {
+        EventError::Malformed(format!("not an S3 event notification: {}", located(e)))
+    })?;
     if parsed.records.is_empty() {
         return Err(EventError::Malformed(
             "an S3 event notification without records".into(),
@@ -598,5 +677,57 @@ mod tests {
             .remove("object");
         let e = parse(v).expect_err("no object");
         assert!(e.to_string().contains("missing field `object`"), "{e}");
+
+        let mut v = sample("s3-multi-record.json");
+        v["Records"][2]["s3"]["object"]["size"] = json!("big");
+        let e = parse(v).expect_err("bad size");
+        assert!(
+            e.to_string()
+                .starts_with("malformed S3 event: not an S3 event notification: Records[2].s3.object.size: invalid type"),
+            "{e}"
+        );
+
+        let e = parse(json!({"Records": null})).expect_err("null records");
+        assert!(matches!(e, EventError::Malformed(_)), "{e}");
+    }
+
+    /// What lambda_runtime hands the function (`Event`, read from the
+    /// invocation's body) is what `parse` reads, for every sample and for
+    /// events the function must refuse.
+    #[test]
+    fn the_lambda_read_is_parse() {
+        let mut events: Vec<Value> = [
+            "s3-put.json",
+            "s3-delete.json",
+            "s3-key-unicode.json",
+            "s3-test-event.json",
+            "s3-eventbridge-object-created.json",
+            "s3-eventbridge-object-deleted.json",
+            "s3-multi-record.json",
+        ]
+        .into_iter()
+        .map(sample)
+        .collect();
+        let mut v = sample("s3-put.json");
+        v["Records"][0]["eventVersion"] = json!("3.0");
+        events.push(v);
+        let mut v = sample("s3-put.json");
+        v["Records"][0]["s3"]["object"]["key"] = json!(7);
+        events.push(v);
+        events.extend([
+            json!([1, 2]),
+            json!("text"),
+            json!(null),
+            json!({"hello": "world"}),
+            json!({"Records": []}),
+            json!({"Records": [1]}),
+            json!({"Event": "s3:TestEvent"}),
+            json!({"Event": 5, "Bucket": "b"}),
+        ]);
+        for event in events {
+            let text = event.to_string();
+            let Event(read) = serde_json::from_str(&text).expect("any JSON is an Event");
+            assert_eq!(read, parse(event.clone()), "{event}");
+        }
     }
 }

@@ -164,7 +164,17 @@ impl<T: Transport> Handler<T> {
         event: Value,
         deadline: Option<Instant>,
     ) -> Result<Report, HandlerError> {
-        let objects = match parse(event)? {
+        self.handle_read(parse(event), deadline).await
+    }
+
+    /// Handle one event as [`crate::event::Event`] read it (or why it could
+    /// not); stop sending at `deadline`.
+    pub async fn handle_read(
+        &self,
+        read: Result<Incoming, EventError>,
+        deadline: Option<Instant>,
+    ) -> Result<Report, HandlerError> {
+        let objects = match read? {
             Incoming::TestEvent { bucket } => {
                 tracing::info!(
                     bucket = bucket.as_deref().unwrap_or(""),

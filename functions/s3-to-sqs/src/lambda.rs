@@ -8,6 +8,7 @@ use sqs_forwarder::observability::Observability;
 use sqs_forwarder::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
+use crate::event::Event;
 use crate::{Handler, HandlerError, SERVICE, Settings, reader_sdk, s3_client};
 
 /// What the function keeps between invocations.
@@ -39,10 +40,13 @@ impl ColdStart for Lambda {
 impl Lambda {
     /// Forward one event before the invocation's deadline (less
     /// `DEADLINE_MARGIN_MS`); the answer is the event's [`crate::Report`].
-    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
+    pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
         let deadline =
             sqs_forwarder::deadline_from_epoch_millis(event.context.deadline, self.margin);
-        let result = self.handler.handle(event.payload, Some(deadline)).await;
+        let result = self
+            .handler
+            .handle_read(event.payload.0, Some(deadline))
+            .await;
         self.observability.flush();
         result.map(|report| serde_json::to_value(report).unwrap_or(Value::Null))
     }
