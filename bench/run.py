@@ -406,6 +406,8 @@ def run_workload(w, args, bench, stub, stamp, work):
             # 2. the floor: the last invocation's request bodies, posted again
             log(f"  floor: {args.floor_rounds} rounds")
             result["floor"] = http_floor(args, stub, n_inv, IN_FLIGHT, w["messages"], w.get("floor_rounds"))
+            # 2b. the least work beyond the floor: scanning the event, signing each request
+            result["least"] = least_work(args, stub, n_inv, w["event"], w["messages"])
             # 3. the SDK floor: the same entries through aws-sdk-sqs, nothing else
             log(f"  SDK floor: {args.floor_rounds} rounds")
             result["sdk_floor"] = sdk_floor(args, stub, n_inv, IN_FLIGHT, ours_env, w["messages"],
@@ -451,6 +453,25 @@ def http_floor(args, stub, epoch, in_flight, messages, rounds=None):
                          "--in-flight", str(in_flight), "--rounds", str(rounds or args.floor_rounds)],
                         capture_output=True, text=True)
     return floor_figures(fl, messages)
+
+
+def least_work(args, stub, epoch, event, messages):
+    """What any forwarder must do beyond the HTTP floor's posting, on this
+    event and these request bodies (`bench least`, bench/src/least.rs):
+    the event scanned by serde_json with nothing kept, and each request
+    signed (SigV4). Medians of the rounds, per message."""
+    bench = os.path.join(args.target_dir, args.tools_profile, "bench")
+    p = subprocess.run([bench, "least", "--stub", stub.url, "--epoch", str(epoch), "--event", event,
+                        "--rounds", str(args.floor_rounds)], capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"problem": p.stderr.strip()[-300:] or f"exit {p.returncode}"}
+    f = json.loads(p.stdout)
+    scan, sign = statistics.median(f["rounds_scan_cpu_ms"]), statistics.median(f["rounds_sign_cpu_ms"])
+    return {"event_bytes": f["event_bytes"], "requests": f["requests"],
+            "rounds_scan_cpu_ms": [round(x, 3) for x in f["rounds_scan_cpu_ms"]],
+            "rounds_sign_cpu_ms": [round(x, 3) for x in f["rounds_sign_cpu_ms"]],
+            "scan_cpu_us_per_msg": scan * 1000 / messages if messages else None,
+            "sign_cpu_us_per_msg": sign * 1000 / messages if messages else None}
 
 
 def sdk_floor(args, stub, epoch, in_flight, env, messages, rounds=None):
@@ -508,6 +529,12 @@ def derive(w, r):
     if o.get("cpu_us_per_msg") and sf.get("cpu_us_per_msg"):
         d["cpu_sdk_floor_ratio"] = o["cpu_us_per_msg"] / sf["cpu_us_per_msg"]
         d["cpu_ours_beyond_sdk_us"] = o["cpu_us_per_msg"] - sf["cpu_us_per_msg"]
+    lw = r.get("least", {})
+    if f.get("cpu_us_per_msg") and lw.get("scan_cpu_us_per_msg") is not None:
+        d["least_cpu_us_per_msg"] = f["cpu_us_per_msg"] + lw["scan_cpu_us_per_msg"] + lw["sign_cpu_us_per_msg"]
+        d["least_floor_ratio"] = d["least_cpu_us_per_msg"] / f["cpu_us_per_msg"]
+        if o.get("cpu_us_per_msg"):
+            d["cpu_least_ratio"] = o["cpu_us_per_msg"] / d["least_cpu_us_per_msg"]
     d["small_messages"] = w["name"] not in LARGE_MESSAGES
     return d
 
@@ -759,6 +786,26 @@ def table(rows, binaries, colds, mach, args, started, billed=()):
                  f"| {fmt(sf.get('ms'), 1)} ms ({fmt(d.get('sdk_floor_msgs_per_s'))}) "
                  f"| {fmt(d.get('sdk_floor_ratio'), 2)}× |")
     L.append("")
+    L.append("**The least work** (what any forwarder must do beyond the HTTP floor's posting, measured on "
+             "the same event and request bodies by `bench least`: the event scanned by serde_json with nothing "
+             "kept, and every request signed with SigV4, the day's key kept; CPU of one thread, median of the "
+             "rounds, per message. Writing and checking the messages, packing, outcomes and allocation are "
+             "not counted, so the least work is a lower bound. S3 lines and RabbitMQ read their messages from "
+             "the object and the broker, which is not counted either)")
+    L.append("")
+    L.append("| workload | HTTP floor | + scanning the event | + signing | least work | least × HTTP floor "
+             "| ours | ours × least | 2× the HTTP floor less the least work |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for w, r, d in rows:
+        if "ours" not in r:
+            continue
+        f, lw = r.get("floor", {}), r.get("least", {})
+        room = (2 * f["cpu_us_per_msg"] - d["least_cpu_us_per_msg"]) if d.get("least_cpu_us_per_msg") else None
+        L.append(f"| {w['name']} | {fmt(f.get('cpu_us_per_msg'), 2)} µs | {fmt(lw.get('scan_cpu_us_per_msg'), 2)} µs "
+                 f"| {fmt(lw.get('sign_cpu_us_per_msg'), 2)} µs | {fmt(d.get('least_cpu_us_per_msg'), 2)} µs "
+                 f"| {fmt(d.get('least_floor_ratio'), 2)}× | {fmt(r['ours'].get('cpu_us_per_msg'), 2)} µs "
+                 f"| {fmt(d.get('cpu_least_ratio'), 2)}× | {fmt(room, 2)} µs |")
+    L.append("")
     L.append("**SQS calls and billing** (per invocation; in-order minimum = what an ideal in-order "
              "packer needs for these messages; bound = max(⌈entries/10⌉, ⌈bytes/1 MiB⌉); billed units = "
              "64 KiB chunks per call, bound max(⌈entries/10⌉, ⌈bytes/64 KiB⌉); fewest units in this order = "
@@ -835,7 +882,7 @@ def table(rows, binaries, colds, mach, args, started, billed=()):
     problems = [(w["name"], who, r[who]["problem"]) for w, r, _ in rows
                 for who in ("ours", "boto3") if r.get(who, {}).get("problem")]
     problems += [(w["name"], fl, r[fl]["problem"]) for w, r, _ in rows
-                 for fl in ("floor", "sdk_floor") if r.get(fl, {}).get("problem")]
+                 for fl in ("floor", "sdk_floor", "least") if r.get(fl, {}).get("problem")]
     problems += [(f"{w['name']} at {m} MB", who, r[who]["problem"]) for w, m, r in billed_rows(billed)
                  for who in ("ours", "boto3", "floor", "sdk_floor") if r.get(who, {}).get("problem")]
     if problems:
@@ -903,6 +950,10 @@ def targets(rows, colds, billed=()):
     m = [f"{w['name']} {d['cpu_floor_ratio']:.2f}×" for w, r, d in small
          if d["cpu_floor_ratio"] > TARGETS["cpu_floor_ratio"]]
     line = verdict("CPU per message ≤ 2× the HTTP floor's on the small-message workloads", m, len(small))
+    least = [d["least_floor_ratio"] for w, r, d in small if d.get("least_floor_ratio")]
+    if least:
+        line += (f"; the least work alone (HTTP floor + scanning the event + signing) is "
+                 f"{min(least):.2f}-{max(least):.2f}× the HTTP floor on them")
     gaps = [f"{w['name']} {d['cpu_sdk_floor_ratio']:.2f}× (+{d['cpu_ours_beyond_sdk_us']:.1f} µs/msg)"
             for w, r, d in done if d.get("cpu_sdk_floor_ratio")]
     out.append(line)
@@ -1105,6 +1156,8 @@ def main():
               for who in ("ours", "boto3") if r.get(who, {}).get("problem")]
     failed += [(w["name"], "floor", r["floor"]["problem"]) for w, r, _ in rows
                if r.get("floor", {}).get("problem") or r.get("floor", {}).get("non_200")]
+    failed += [(w["name"], "least work", r["least"]["problem"]) for w, r, _ in rows
+               if r.get("least", {}).get("problem")]
     failed += [(w["name"], "ours", "no figures") for w, r, _ in rows
                if "skipped" not in r and not r.get("ours", {}).get("msgs_per_s")]
     failed += [(w["name"], "sdk floor", r["sdk_floor"].get("problem") or f"{r['sdk_floor']['non_200']} failed")

@@ -65,6 +65,21 @@ async fn fetch(client: &HttpClient, url: &str, post: bool) -> Result<Bytes, Stri
     }
 }
 
+/// The request bodies the stub captured in `epoch`.
+pub async fn captured(stub: &str, epoch: usize) -> Result<Vec<(String, Bytes)>, String> {
+    let captured = fetch(
+        &client(),
+        &format!("{stub}/__captured?epoch={epoch}"),
+        false,
+    )
+    .await?;
+    let bodies = parse_captured(&captured)?;
+    if bodies.is_empty() {
+        return Err(format!("nothing was captured in epoch {epoch}"));
+    }
+    Ok(bodies)
+}
+
 /// Post the bodies of `epoch` again, `rounds` times, `in_flight` at once.
 /// Each round runs in an epoch of its own on the stub.
 pub async fn run(
@@ -74,11 +89,7 @@ pub async fn run(
     rounds: usize,
 ) -> Result<FloorReport, String> {
     let client = client();
-    let captured = fetch(&client, &format!("{stub}/__captured?epoch={epoch}"), false).await?;
-    let bodies = Arc::new(parse_captured(&captured)?);
-    if bodies.is_empty() {
-        return Err(format!("nothing was captured in epoch {epoch}"));
-    }
+    let bodies = Arc::new(captured(stub, epoch).await?);
     let in_flight = in_flight.max(1);
     let mut report = FloorReport {
         requests: bodies.len(),

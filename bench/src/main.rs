@@ -10,16 +10,19 @@
 //!              [--memory-mb N] [--cap-cpu] -- COMMAND [ARGS]...
 //! bench lambda --interactive [--env K=V]... [--timeout SECS] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
 //! bench floor  --stub URL --epoch N [--in-flight N] [--rounds N]
+//! bench least  --stub URL --epoch N --event FILE [--rounds N]
 //! ```
 //!
-//! `stub` serves until stopped and prints its URL first; `lambda` and
-//! `floor` print one JSON report on stdout; `lambda --interactive` takes one
+//! `stub` serves until stopped and prints its URL first; `lambda`, `floor`
+//! and `least` (the least work beyond the floor: scanning the event and
+//! signing each request, `least.rs`) print one JSON report on stdout; `lambda --interactive` takes one
 //! event per line on stdin and prints one answer per line (the soak,
 //! `bench/soak.py`). See `bench/README.md`.
 
 mod faults;
 mod floor;
 mod harness;
+mod least;
 mod store;
 mod stub;
 
@@ -37,7 +40,8 @@ const USAGE: &str = "usage:
                [--before-each CMD] [--stub HOST:PORT] [--log FILE] [--name NAME]
                [--memory-mb N] [--cap-cpu] [--grace SECS] -- COMMAND [ARGS]...
   bench lambda --interactive [--env K=V]... [--timeout SECS] [--log FILE] [--name NAME] -- COMMAND [ARGS]...
-  bench floor  --stub URL --epoch N [--in-flight N] [--rounds N]";
+  bench floor  --stub URL --epoch N [--in-flight N] [--rounds N]
+  bench least  --stub URL --epoch N --event FILE [--rounds N]";
 
 /// Command-line options: `--name value` pairs, repeatable, plus flags, and
 /// everything after `--`.
@@ -194,6 +198,18 @@ async fn floor_command(args: &Args) -> Result<(), String> {
     print_json(&report)
 }
 
+async fn least_command(args: &Args) -> Result<(), String> {
+    let path = args.required("event")?;
+    let event = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let bodies = floor::captured(
+        args.required("stub")?.trim_end_matches('/'),
+        args.number("epoch", 0usize)?,
+    )
+    .await?;
+    let report = least::run(&event, &bodies, args.number("rounds", 5usize)?)?;
+    print_json(&report)
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -207,6 +223,7 @@ async fn main() -> ExitCode {
             "stub" => stub_command(&args).await,
             "lambda" => lambda_command(&args).await,
             "floor" => floor_command(&args).await,
+            "least" => least_command(&args).await,
             other => Err(format!("unknown command {other:?}")),
         },
     };

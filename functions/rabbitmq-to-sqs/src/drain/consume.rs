@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use futures_util::{FutureExt, StreamExt};
+use futures_util::StreamExt;
 use lapin::options::{BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use sqs_forwarder::Transport;
@@ -16,11 +16,6 @@ use crate::acks::{Action, execute, plan};
 
 /// How long to wait for more deliveries once a batch has begun.
 const LINGER: Duration = Duration::from_millis(10);
-/// How often a batch that has begun looks for more deliveries. The consumer
-/// is not waited on delivery by delivery: the broker's deliveries arrive on
-/// lapin's own thread, and waking this one for each of them cost more CPU
-/// than everything else the drain does (see bench/README.md, "RabbitMQ").
-const GATHER: Duration = Duration::from_millis(1);
 /// Idle rounds with ready messages but no delivery before giving up on a
 /// queue (another consumer is served, e.g. a single-active-consumer queue).
 const STARVED_ROUNDS: u32 = 3;
@@ -123,17 +118,11 @@ impl<T: Transport> Drain<'_, T> {
             };
             idle_rounds = 0;
             let mut batch = vec![first];
-            let mut last = Instant::now();
             while batch.len() < window {
-                match consumer.next().now_or_never() {
-                    Some(Some(Ok(d))) => {
-                        batch.push(d);
-                        last = Instant::now();
-                    }
-                    Some(Some(Err(e))) => return Err(self.describe("receiving", &e)),
-                    Some(None) => break,
-                    None if last.elapsed() >= LINGER => break,
-                    None => tokio::time::sleep(GATHER).await,
+                match tokio::time::timeout(LINGER, consumer.next()).await {
+                    Ok(Some(Ok(d))) => batch.push(d),
+                    Ok(Some(Err(e))) => return Err(self.describe("receiving", &e)),
+                    Ok(None) | Err(_) => break,
                 }
             }
             taken += batch.len() as u64;
