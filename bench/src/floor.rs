@@ -67,12 +67,10 @@ async fn fetch(client: &HttpClient, url: &str, post: bool) -> Result<Bytes, Stri
 
 /// The request bodies the stub captured in `epoch`.
 pub async fn captured(stub: &str, epoch: usize) -> Result<Vec<(String, Bytes)>, String> {
-    let captured = fetch(
-        &client(),
-        &format!("{stub}/__captured?epoch={epoch}"),
-        false,
-    )
-    .await?;
+    let url = format!("{stub}/__captured?epoch={epoch}");
+    let captured = fetch(&client(), &url, false)
+        .await
+        .map_err(|e| format!("reading the captured request bodies ({url}): {e}"))?;
     let bodies = parse_captured(&captured)?;
     if bodies.is_empty() {
         return Err(format!("nothing was captured in epoch {epoch}"));

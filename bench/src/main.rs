@@ -199,14 +199,15 @@ async fn floor_command(args: &Args) -> Result<(), String> {
 }
 
 async fn least_command(args: &Args) -> Result<(), String> {
+    let (epoch, rounds) = (
+        args.number("epoch", 0usize)?,
+        args.number("rounds", 5usize)?,
+    );
+    let stub = args.required("stub")?.trim_end_matches('/');
     let path = args.required("event")?;
     let event = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
-    let bodies = floor::captured(
-        args.required("stub")?.trim_end_matches('/'),
-        args.number("epoch", 0usize)?,
-    )
-    .await?;
-    let report = least::run(&event, &bodies, args.number("rounds", 5usize)?)?;
+    let bodies = floor::captured(stub, epoch).await?;
+    let report = least::run(&event, &bodies, rounds)?;
     print_json(&report)
 }
 
