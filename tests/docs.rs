@@ -1,7 +1,7 @@
-//! The README configuration tables and the code agree: every variable a
-//! crate reads is documented in its README with its default (and, for a
-//! number or a choice, what it allows), in the same order, and nothing else
-//! is. One check (`assert_readme_documents`), driven by each crate's table.
+//! The configuration tables and the code agree: every variable a crate reads
+//! is documented with its default (and, for a number or a choice, what it
+//! allows), in the same order, and nothing else is: the shared crate's in
+//! `docs/configuration.md`, each function's in its README. One check (`assert_readme_documents`), driven by each crate's table.
 
 use sqs_forwarder::test_support::assert_readme_documents;
 
@@ -11,8 +11,11 @@ fn readme(path: &str) -> String {
 }
 
 #[test]
-fn shared_readme_table_matches_the_code() {
-    assert_readme_documents(&readme("README.md"), sqs_forwarder::config::VARIABLES);
+fn shared_configuration_table_matches_the_code() {
+    assert_readme_documents(
+        &readme("docs/configuration.md"),
+        sqs_forwarder::config::VARIABLES,
+    );
 }
 
 #[test]
