@@ -35,7 +35,7 @@
   on the dashboard is one the code emits, with the namespace and dimensions
   it emits them with (read from the Rust source), one row per function,
   every queue and every alarm on it, the outputs a user needs, the
-  dashboard's reading order the README's; each with its negative tests;
+  dashboard's reading order docs/operating.md's; each with its negative tests;
 * the replay command's policy (ReplayPolicy) grants exactly the actions its
   README lists under "Permissions", none with a `*` action or resource (with
   negative tests: an extra action, a `*` resource).

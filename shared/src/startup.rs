@@ -19,7 +19,7 @@
 //! The runtime's flavor is each function's own; all four run on one thread
 //! (`#[tokio::main(flavor = "current_thread")]`): their work is I/O, and a
 //! multi-thread runtime spent more CPU handing tasks between its threads
-//! than it saved (the README's "What the third round changed").
+//! than it saved (`bench/README.md`, "What the third round changed").
 //!
 //! A start that fails ends the process with [`INIT_FAILED`] (2) and the
 //! reason on stderr, which fails the Lambda init with that line in the log.
