@@ -3,15 +3,16 @@
 //! and metrics, the queue), and the `main` every function shares
 //! ([`main`], [`ColdStart`]).
 //!
-//! Every function's `main.rs` has one shape:
+//! Every function's `main.rs` has one shape (`Lambda` is the function
+//! crate's own type: what it keeps between invocations):
 //!
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> ExitCode {
-//!     startup::main(|f: &'static Function| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+//!     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
 //! }
 //!
-//! async fn handler(f: &Function, event: LambdaEvent<Event>) -> Result<Answer, Error> {
+//! async fn handler(f: &Lambda, event: LambdaEvent<Event>) -> Result<Answer, Error> {
 //!     f.handle(event).await
 //! }
 //! ```
