@@ -10,9 +10,12 @@ that the built functions' metrics are on the dashboard).
 * The dashboard body is rendered as CloudFormation would
   (scripts/template_render.py) for several sets of parameters (conditions
   on or off); every rendering must be valid JSON.
-* The dashboard's note (its text widget) reads in the order the README's
-  "The dashboard: what to read first" does, and names README sections that
-  exist.
+* The dashboard's note (its text widget) reads in the order of "The
+  dashboard: what to read first" in docs/operating.md, and the sections of
+  that document it names exist; it names no section of the README, which
+  has none of them.
+* docs/operating.md's outputs and alarm tables name every output and alarm
+  of the template, and nothing else.
 """
 
 import copy
@@ -227,10 +230,16 @@ def check_outputs(stack):
     return problems
 
 
-def readme_names(root, heading, readme=None):
+def read_doc(root):
+    """The text of docs/operating.md, where the outputs, the dashboard and
+    the alarms are documented."""
+    return open(os.path.join(root, *DOC.split("/")), encoding="utf-8").read()
+
+
+def doc_names(root, heading, doc=None):
     """The backticked names in the first column of the table under `heading`
-    in README.md."""
-    text = readme if readme is not None else open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    in docs/operating.md."""
+    text = doc if doc is not None else read_doc(root)
     if heading not in text:
         return set()
     section = text.split(heading, 1)[1].split("\n#", 1)[0]
@@ -241,23 +250,29 @@ def readme_names(root, heading, readme=None):
     return names
 
 
-OUTPUTS_HEADING = "### After `sam deploy`: the outputs"
-ALARMS_HEADING = "### Which alarm fires for which failure"
-GUIDE_HEADING = "### The dashboard: what to read first"
+DOC = "docs/operating.md"
+OUTPUTS_HEADING = "## After `sam deploy`: the outputs"
+ALARMS_HEADING = "## Which alarm fires for which failure"
+GUIDE_HEADING = "## The dashboard: what to read first"
 STEP = re.compile(r"^\d+\. \*\*([^*]+)\*\*", re.M)
+# How the dashboard's note names a section: "docs/operating.md, *Title*".
+SECTION_REF = re.compile(re.escape(DOC) + r", \*([^*]+)\*")
+# How it named them when they were in the README.
+README_REF = re.compile(r"the README's \*([^*]+)\*")
 
 
-def guide_matches(tpl, root, readme=None):
-    """Problems: the dashboard's text widget against the README. Each README
-    section it names ("the README's *Title*") must be a heading there, and
-    its numbered steps (`1. **Alarms** ...`) must be the README's, in the
-    README's order."""
-    text = readme if readme is not None else open(os.path.join(root, "README.md"), encoding="utf-8").read()
+def guide_matches(tpl, root, doc=None):
+    """Problems: the dashboard's text widget against docs/operating.md. Each
+    section it names ("docs/operating.md, *Title*") must be a heading there,
+    it must name no README section ("the README's *Title*": the README has
+    none of them), and its numbered steps (`1. **Alarms** ...`) must be the
+    document's, in the document's order."""
+    text = doc if doc is not None else read_doc(root)
     headings = {h.strip() for h in re.findall(r"^#+ (.+)$", text, re.M)}
     section = text.split(GUIDE_HEADING, 1)[1].split("\n#", 1)[0] if GUIDE_HEADING in text else ""
-    readme_steps = STEP.findall(section)
+    doc_steps = STEP.findall(section)
     _, bodies = render_dashboards(tpl, {})
-    problems = [] if readme_steps else [f"the README has no numbered steps under {GUIDE_HEADING!r}"]
+    problems = [] if doc_steps else [f"{DOC} has no numbered steps under {GUIDE_HEADING!r}"]
     for name, body in bodies.items():
         if isinstance(body, Exception):
             continue
@@ -268,24 +283,26 @@ def guide_matches(tpl, root, readme=None):
             problems.append(f"{name}: {len(guide)} text widgets with numbered steps, not one")
             continue
         steps = STEP.findall(guide[0])
-        if steps != readme_steps:
-            problems.append(f"{name}: steps {steps}, the README's are {readme_steps}")
-        for title in re.findall(r"the README's \*([^*]+)\*", guide[0]):
+        if steps != doc_steps:
+            problems.append(f"{name}: steps {steps}, {DOC}'s are {doc_steps}")
+        for title in SECTION_REF.findall(guide[0]):
             if title not in headings:
-                problems.append(f"{name}: names the README's {title!r}, which has no such heading")
+                problems.append(f"{name}: names {DOC}'s {title!r}, which has no such heading")
+        for title in README_REF.findall(guide[0]):
+            problems.append(f"{name}: names the README's {title!r}; the section is in {DOC}")
     return problems
 
 
-def readme_matches(tpl, root, readme=None):
-    """Problems: template outputs and alarms the README's tables do not
-    name, and names there the template does not have."""
+def doc_matches(tpl, root, doc=None):
+    """Problems: template outputs and alarms the tables of docs/operating.md
+    do not name, and names there the template does not have."""
     problems = []
     outputs = set(tpl.get("Outputs", {}))
     alarms = {n for n, r in tpl.get("Resources", {}).items() if r.get("Type") == "AWS::CloudWatch::Alarm"}
     for what, have, heading in (("output", outputs, OUTPUTS_HEADING), ("alarm", alarms, ALARMS_HEADING)):
-        documented = readme_names(root, heading, readme)
-        problems += [f"{what} {n} is not in the README's table" for n in sorted(have - documented)]
-        problems += [f"the README's table names {what} {n}, the template has none" for n in sorted(documented - have)]
+        documented = doc_names(root, heading, doc)
+        problems += [f"{what} {n} is not in {DOC}'s table" for n in sorted(have - documented)]
+        problems += [f"{DOC}'s table names {what} {n}, the template has none" for n in sorted(documented - have)]
     return problems
 
 
@@ -314,12 +331,12 @@ def run(tpl, root, check):
     for key, label in labels.items():
         bad = results.get(key, [])
         check(not bad, f"{label} ({len(SCENARIOS)} parameter sets)" + (f": {bad[:5]}" if bad else ""))
-    bad = readme_matches(tpl, root)
-    check(not bad, "README.md's outputs and alarm tables name every output and alarm of the template, "
+    bad = doc_matches(tpl, root)
+    check(not bad, f"{DOC}'s outputs and alarm tables name every output and alarm of the template, "
                    "and nothing else" + (f": {bad}" if bad else ""))
     bad = guide_matches(tpl, root)
-    check(not bad, "the dashboard's reading order is the README's (same steps, same order) and every README "
-                   "section it names is there" + (f": {bad}" if bad else ""))
+    check(not bad, f"the dashboard's reading order is {DOC}'s (same steps, same order) and every section "
+                   "of it the dashboard names is there" + (f": {bad}" if bad else ""))
     negative_tests(tpl, root, code, crates, check)
 
 
@@ -442,15 +459,25 @@ def negative_tests(tpl, root, code, crates, check):
     bad = copy.deepcopy(tpl)
     bad["Outputs"]["UndocumentedOutput"] = {"Value": "x"}
     bad["Resources"]["UndocumentedAlarm"] = copy.deepcopy(bad["Resources"]["FailureQueueAlarm"])
-    found = readme_matches(bad, root)
+    found = doc_matches(bad, root)
     check(any("UndocumentedOutput" in x for x in found) and any("UndocumentedAlarm" in x for x in found),
-          "negative: an output and an alarm the README does not name fail the README check")
-    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
-    check(any("FailureQueueAlarm" in x for x in readme_matches(tpl, root, readme.replace("`FailureQueueAlarm`", ""))),
-          "negative: a README without FailureQueueAlarm in its alarm table fails the README check")
-    check(any("Which alarm fires" in x for x in guide_matches(tpl, root, readme.replace(
-        "### Which alarm fires for which failure", "### When an alarm fires"))),
-          "negative: the dashboard naming a README section that is not there fails the reading-order check")
-    swapped = readme.replace("1. **Alarms**", "1. **Queues**", 1)
+          f"negative: an output and an alarm {DOC} does not name fail the document check")
+    doc = read_doc(root)
+    check(any("FailureQueueAlarm" in x for x in doc_matches(tpl, root, doc.replace("`FailureQueueAlarm`", ""))),
+          f"negative: {DOC} without FailureQueueAlarm in its alarm table fails the document check")
+    check(any("Which alarm fires" in x for x in guide_matches(tpl, root, doc.replace(
+        ALARMS_HEADING, "## When an alarm fires"))),
+          f"negative: the dashboard naming a section {DOC} does not have fails the reading-order check")
+    swapped = doc.replace("1. **Alarms**", "1. **Queues**", 1)
     check(any("steps" in x for x in guide_matches(tpl, root, swapped)),
-          "negative: the README and the dashboard reading the steps in another order fails the reading-order check")
+          f"negative: {DOC} and the dashboard reading the steps in another order fails the reading-order check")
+
+    def readme_wording(bad, parts):
+        for part in parts:
+            if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
+                part["Fn::Sub"] = part["Fn::Sub"].replace(f"{DOC}, *Which alarm", "the README's *Which alarm")
+    bad = copy.deepcopy(tpl)
+    readme_wording(bad, bad["Resources"][dash]["Properties"]["DashboardBody"]["Fn::Join"][1])
+    check(any("names the README's" in x for x in guide_matches(bad, root)),
+          "negative: the dashboard naming a README section (the sections are in "
+          f"{DOC}) fails the reading-order check")

@@ -4,7 +4,7 @@
 * every function's CodeUri is a crate of the workspace, with a binary named
   after it (what `sam build` with cargo-lambda builds);
 * every environment variable a function is given is one the code reads
-  (the shared table in README.md, or the function's own table in
+  (the shared table in docs/configuration.md, or the function's own table in
   functions/<name>/README.md), and the target queue is always given;
 * every !Ref / !GetAtt / ${...} names a resource, a parameter or a pseudo
   parameter;
@@ -35,7 +35,7 @@
   on the dashboard is one the code emits, with the namespace and dimensions
   it emits them with (read from the Rust source), one row per function,
   every queue and every alarm on it, the outputs a user needs, the
-  dashboard's reading order the README's; each with its negative tests;
+  dashboard's reading order docs/operating.md's; each with its negative tests;
 * the replay command's policy (ReplayPolicy) grants exactly the actions its
   README lists under "Permissions", none with a `*` action or resource (with
   negative tests: an extra action, a `*` resource).
@@ -86,8 +86,8 @@ def main():
     resources = tpl.get("Resources", {})
     params = tpl.get("Parameters", {})
     names = set(resources) | set(params) | PSEUDO
-    shared_vars = set(table_vars(os.path.join(ROOT, "README.md"), "## Configuration"))
-    check(shared_vars, f"README.md documents {len(shared_vars)} shared variables")
+    shared_vars = set(table_vars(os.path.join(ROOT, "docs", "configuration.md"), "## Configuration"))
+    check(shared_vars, f"docs/configuration.md documents {len(shared_vars)} shared variables")
     globals_env = (tpl.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {}))
 
     # References.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What `sam deploy` would upload, built with `sam build` as a user builds it,
 # checked (one bootstrap per function, an ELF for the template's
-# architecture, under the README's size, no newer glibc than the runtime's)
+# architecture, under the size docs/operating.md states, no newer glibc than
+# the runtime's)
 # and run: each built bootstrap, under qemu when this machine has another
 # architecture, on one sample event against the local SQS
 # (scripts/deploy_build.py says how).

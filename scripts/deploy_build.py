@@ -13,8 +13,8 @@ Called by scripts/deploy-build.sh (which installs the tools first):
    checked.
 3. Checks the output: the built template (what `sam deploy` reads) points
    every function at a directory with one `bootstrap`, an ELF executable for
-   the template's architecture, under the size the README states, needing no
-   newer glibc than the runtime's.
+   the template's architecture, under the size docs/operating.md states,
+   needing no newer glibc than the runtime's.
 4. Runs each built `bootstrap` (under qemu for another architecture) with
    the runtime-API harness (scripts/lambda_harness.py) on one sample event
    against the local SQS: its answer, the messages in the queue, and the EMF
@@ -65,9 +65,9 @@ finish = CHECKS.finish
 
 
 def size_limit():
-    """The largest bootstrap the README allows: 'at most **N MiB**' in its
-    Deploying section."""
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    """The largest bootstrap the documentation allows: 'at most **N MiB**'
+    in the Deploying section of docs/operating.md."""
+    text = open(os.path.join(ROOT, "docs", "operating.md"), encoding="utf-8").read()
     section = text.split("\n## Deploying", 1)[-1].split("\n## ", 1)[0]
     m = re.search(r"at most\s+\*\*(\d+) MiB\*\*", section)
     return int(m.group(1)) * 1024 * 1024 if m else None
@@ -252,7 +252,7 @@ def main():
         finish()
     arch, runtime = list(archs)[0][0], runtimes.pop()
     limit = size_limit()
-    check(limit, "README.md's Deploying section states the largest bootstrap ('at most **N MiB**')")
+    check(limit, "docs/operating.md's Deploying section states the largest bootstrap ('at most **N MiB**')")
     runner = prepare(arch)
     if not sam_build():
         finish()

@@ -1,7 +1,7 @@
-//! The README configuration tables and the code agree: every variable a
-//! crate reads is documented in its README with its default (and, for a
-//! number or a choice, what it allows), in the same order, and nothing else
-//! is. One check (`assert_readme_documents`), driven by each crate's table.
+//! The configuration tables and the code agree: every variable a crate reads
+//! is documented with its default (and, for a number or a choice, what it
+//! allows), in the same order, and nothing else is: the shared crate's in
+//! `docs/configuration.md`, each function's in its README. One check (`assert_readme_documents`), driven by each crate's table.
 
 use sqs_forwarder::test_support::assert_readme_documents;
 
@@ -11,8 +11,11 @@ fn readme(path: &str) -> String {
 }
 
 #[test]
-fn shared_readme_table_matches_the_code() {
-    assert_readme_documents(&readme("README.md"), sqs_forwarder::config::VARIABLES);
+fn shared_configuration_table_matches_the_code() {
+    assert_readme_documents(
+        &readme("docs/configuration.md"),
+        sqs_forwarder::config::VARIABLES,
+    );
 }
 
 #[test]
@@ -45,4 +48,95 @@ fn rabbitmq_readme_table_matches_the_code() {
         &readme("functions/rabbitmq-to-sqs/README.md"),
         rabbitmq_to_sqs::VARIABLES,
     );
+}
+
+/// Every relative link in the project's Markdown files names a file that
+/// exists and, for a `#fragment` into a Markdown file, a heading there (as
+/// GitHub makes its anchors), so pages moved between the README, `docs/`
+/// and `bench/` stay reachable. Code blocks are skipped.
+#[test]
+fn markdown_links_resolve() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    markdown_files(&root, &mut files);
+    assert!(
+        files.len() > 10,
+        "found the project's Markdown files: {files:?}"
+    );
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = outside_code_blocks(&std::fs::read_to_string(file).unwrap());
+        for link in relative_links(&text) {
+            let (path, fragment) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            let ok = target.exists()
+                && (fragment.is_empty()
+                    || target.extension().is_none_or(|e| e != "md")
+                    || anchors(&std::fs::read_to_string(&target).unwrap())
+                        .iter()
+                        .any(|a| a == fragment));
+            if !ok {
+                broken.push(format!(
+                    "{}: {link}",
+                    file.strip_prefix(&root).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links that lead nowhere: {broken:#?}");
+}
+
+/// The Markdown files under `dir`, leaving out hidden and build directories.
+fn markdown_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !name.starts_with('.') && name != "target" {
+                markdown_files(&path, out);
+            }
+        } else if name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text with its fenced code blocks left out.
+fn outside_code_blocks(text: &str) -> String {
+    text.split("```").step_by(2).collect::<Vec<_>>().join("\n")
+}
+
+/// The targets of `[text](target)` links that are not URLs.
+fn relative_links(text: &str) -> Vec<String> {
+    text.match_indices("](")
+        .filter_map(|(i, _)| {
+            let rest = &text[i + 2..];
+            let end = rest.find([')', ' ', '\n'])?;
+            let link = &rest[..end];
+            (!link.is_empty() && !link.contains("://") && !link.starts_with("mailto:"))
+                .then(|| link.to_string())
+        })
+        .collect()
+}
+
+/// The anchors GitHub gives a document's headings: lower case, spaces to
+/// `-`, everything but letters, digits, `-` and `_` left out.
+fn anchors(text: &str) -> Vec<String> {
+    outside_code_blocks(text)
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| {
+            l.trim_start_matches('#')
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect()
 }

@@ -29,7 +29,8 @@
 //!
 //! The flow, module by module: [`message`] → [`encode`] (validate, encode,
 //! size) → oversize policy ([`send`], [`offload`] to S3) → [`batch`] (pack) → [`transport`]
-//! (call) → [`retry`] → [`outcome`]. [`config`] (read with [`env`]), [`queue`]
+//! (call: through [`direct`], the crate's own client, by default, or
+//! aws-sdk-sqs) → [`retry`] → [`outcome`]. [`config`] (read with [`env`]), [`queue`]
 //! and [`startup`] set it up from environment variables; [`observability`] and [`metrics`] report on it.
 //! [`receive`] reads a queue, for tools that take messages back out of one
 //! (the replay command and the on-failure queue).

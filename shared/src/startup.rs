@@ -3,15 +3,16 @@
 //! and metrics, the queue), and the `main` every function shares
 //! ([`main`], [`ColdStart`]).
 //!
-//! Every function's `main.rs` has one shape:
+//! Every function's `main.rs` has one shape (`Lambda` is the function
+//! crate's own type: what it keeps between invocations):
 //!
 //! ```ignore
 //! #[tokio::main]
 //! async fn main() -> ExitCode {
-//!     startup::main(|f: &'static Function| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+//!     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
 //! }
 //!
-//! async fn handler(f: &Function, event: LambdaEvent<Event>) -> Result<Answer, Error> {
+//! async fn handler(f: &Lambda, event: LambdaEvent<Event>) -> Result<Answer, Error> {
 //!     f.handle(event).await
 //! }
 //! ```
@@ -19,7 +20,7 @@
 //! The runtime's flavor is each function's own; all four run on one thread
 //! (`#[tokio::main(flavor = "current_thread")]`): their work is I/O, and a
 //! multi-thread runtime spent more CPU handing tasks between its threads
-//! than it saved (the README's "What the third round changed").
+//! than it saved (`bench/README.md`, "What the third round changed").
 //!
 //! A start that fails ends the process with [`INIT_FAILED`] (2) and the
 //! reason on stderr, which fails the Lambda init with that line in the log.

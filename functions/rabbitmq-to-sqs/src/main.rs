@@ -15,7 +15,7 @@ static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::A
 
 // One thread: the forwarder's calls and the broker's deliveries are I/O
 // (lapin reads the socket on a thread of its own), and a single-threaded
-// runtime spends the least CPU per message (see the README's benchmark).
+// runtime spends the least CPU per message (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await

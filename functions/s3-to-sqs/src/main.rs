@@ -14,7 +14,7 @@ use sqs_forwarder::startup;
 static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
 
 // One thread: the forwarder's calls are I/O, and a single-threaded runtime
-// spends the least CPU per record (see the README's benchmark).
+// spends the least CPU per record (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await

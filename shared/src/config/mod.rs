@@ -3,7 +3,8 @@
 //! [`Config::from_env`] reads every variable the forwarder knows, checks it,
 //! and fails with a [`ConfigError`] that names the variable, the value and
 //! what is allowed. The variables, their defaults and what each allows are
-//! written once, in [`variables`]; the README's configuration table lists
+//! written once, in [`variables`]; the configuration table of
+//! `docs/configuration.md` lists
 //! the same variables with the same defaults, and a test checks that the two
 //! agree. The steps: [`target`] (queue, region, role), sending limits and
 //! retries (here), [`offload`] (the claim check), message rules (here).

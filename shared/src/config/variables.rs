@@ -1,7 +1,7 @@
 //! The shared crate's table of variables: each one's name, default ("" =
 //! none) and what is allowed, written once. [`super::Config::read`] reads
-//! them through it, its errors say its `allowed`, and the README's
-//! configuration table is checked against [`VARIABLES`], in order.
+//! them through it, its errors say its `allowed`, and the configuration
+//! table of `docs/configuration.md` is checked against [`VARIABLES`], in order.
 
 use crate::batch::FifoOrder;
 use crate::direct::SqsClient;
@@ -158,7 +158,8 @@ pub const METRICS_NAMESPACE: Variable = Variable::text(
 /// `LOG_FORMAT`.
 pub const LOG_FORMAT: Variable = Variable::words::<LogFormat>("LOG_FORMAT", "auto");
 
-/// Every variable [`super::Config::read`] reads, in the README table's order.
+/// Every variable [`super::Config::read`] reads, in the order of the table
+/// in `docs/configuration.md`.
 pub const VARIABLES: &[Variable] = &[
     QUEUE_URL,
     QUEUE_NAME,
@@ -206,7 +207,7 @@ pub const MEMORY_SIZE_VARIABLE: &str = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE";
 /// time on a larger function, and more calls must be in flight to keep it
 /// busy while answers are a round trip away: at 1,769 MB and 10 ms round
 /// trips, 4 calls in flight kept a 10,000-record event waiting on the
-/// network (see the README, "Benchmarks").
+/// network (see `bench/README.md`).
 pub fn default_max_in_flight(memory_mb: Option<u64>) -> usize {
     memory_mb.map_or(4, |mb| (mb / 64).clamp(4, 64) as usize)
 }

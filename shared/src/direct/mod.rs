@@ -2,7 +2,7 @@
 //! the one call the forwarder makes, without the SDK's per-call machinery.
 //! `SQS_CLIENT=sdk` sends through aws-sdk-sqs instead.
 //!
-//! The benchmark (README, "Benchmarks") puts about 60% of the forwarder's
+//! The benchmark (`bench/README.md`) puts about 60% of the forwarder's
 //! CPU in aws-sdk-sqs's per-call work: the orchestrator, interceptors, config
 //! bag, endpoint resolution, identity, signing and serialization. This
 //! client makes the same HTTP request itself:
