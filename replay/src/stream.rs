@@ -64,9 +64,9 @@ pub enum StreamError {
 fn describe<E, R>(err: &SdkError<E, R>) -> (String, String)
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
+    R: std::fmt::Debug + 'static,
 {
-    sqs_forwarder::receive::describe_sdk_error(err)
+    sqs_forwarder::codes::sdk_error_parts(err)
 }
 
 /// Kinesis clients by region (a range names its stream's region).

@@ -19,6 +19,7 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider, future};
 
+use crate::codes::error_chain;
 use crate::config::{AssumeRole, Config};
 use crate::error::SetupError;
 
@@ -65,23 +66,6 @@ pub async fn assume_role(base: SdkConfig, role: &AssumeRole) -> Result<SdkConfig
         .into_builder()
         .credentials_provider(SharedCredentialsProvider::new(primed))
         .build())
-}
-
-/// An error and its sources, each once: `loading credentials: service
-/// error: ... (AccessDenied): User ... is not authorized ...`, without the
-/// raw response the SDK's debug output would add (nor, for the direct
-/// client's HTTP errors, any request header).
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut next = Some(error);
-    while let Some(e) = next {
-        let text = e.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        next = e.source();
-    }
-    parts.join(": ")
 }
 
 /// The role's provider, shared by everything that signs as the role (the

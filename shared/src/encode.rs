@@ -161,7 +161,7 @@ fn prepare_parts(
 ) -> Result<Entry, Failure> {
     if body.is_empty() {
         return Err(invalid(
-            "EmptyBody",
+            crate::codes::EMPTY_BODY,
             "SQS does not accept an empty message body",
         ));
     }
@@ -171,7 +171,7 @@ fn prepare_parts(
     for (i, a) in attributes.iter().enumerate() {
         if attributes[..i].iter().any(|b| b.name == a.name) {
             return Err(invalid(
-                "InvalidAttributeName",
+                crate::codes::INVALID_ATTRIBUTE_NAME,
                 format!("attribute {:?} appears more than once", a.name),
             ));
         }
@@ -181,7 +181,7 @@ fn prepare_parts(
     if encoded {
         if attributes.iter().any(|a| a.name == rules.marker_attribute) {
             return Err(invalid(
-                "InvalidAttributeName",
+                crate::codes::INVALID_ATTRIBUTE_NAME,
                 format!(
                     "attribute {:?} is reserved for the body-encoding marker",
                     rules.marker_attribute
@@ -195,7 +195,7 @@ fn prepare_parts(
     }
     if attributes.len() > MAX_ATTRIBUTES {
         return Err(invalid(
-            "TooManyAttributes",
+            crate::codes::TOO_MANY_ATTRIBUTES,
             format!(
                 "{} attributes{}; SQS allows at most {MAX_ATTRIBUTES}",
                 attributes.len(),
@@ -210,31 +210,35 @@ fn prepare_parts(
 
     let group_id = group_id.or_else(|| rules.default_group_id.clone());
     if let Some(g) = &group_id {
-        check_id("message group id", "InvalidGroupId", g)?;
+        check_id("message group id", crate::codes::INVALID_GROUP_ID, g)?;
     } else if rules.fifo {
         return Err(invalid(
-            "MissingGroupId",
+            crate::codes::MISSING_GROUP_ID,
             "the target is a FIFO queue and the message has no group id",
         ));
     }
     if let Some(d) = &deduplication_id {
-        check_id("deduplication id", "InvalidDeduplicationId", d)?;
+        check_id(
+            "deduplication id",
+            crate::codes::INVALID_DEDUPLICATION_ID,
+            d,
+        )?;
     } else if rules.fifo && rules.content_based_deduplication == Some(false) {
         return Err(invalid(
-            "MissingDeduplicationId",
+            crate::codes::MISSING_DEDUPLICATION_ID,
             "the FIFO queue has no content-based deduplication and the message has no deduplication id",
         ));
     }
     if let Some(d) = delay_seconds {
         if rules.fifo {
             return Err(invalid(
-                "InvalidDelay",
+                crate::codes::INVALID_DELAY,
                 "FIFO queues take no per-message delay",
             ));
         }
         if !(0..=MAX_DELAY_SECONDS).contains(&d) {
             return Err(invalid(
-                "InvalidDelay",
+                crate::codes::INVALID_DELAY,
                 format!("delay {d} s is outside 0..={MAX_DELAY_SECONDS}"),
             ));
         }
@@ -262,11 +266,11 @@ fn encode_body(body: Body, policy: BodyEncoding) -> Result<(String, bool), Failu
         (Ok(s), BodyEncoding::Auto | BodyEncoding::Always) => Ok((BASE64.encode(s), true)),
         (Err(b), BodyEncoding::Auto | BodyEncoding::Always) => Ok((BASE64.encode(b), true)),
         (Ok(_), BodyEncoding::Never) => Err(invalid(
-            "InvalidMessageContents",
+            crate::codes::INVALID_MESSAGE_CONTENTS,
             "the body holds characters SQS rejects and BODY_ENCODING is never",
         )),
         (Err(_), BodyEncoding::Never) => Err(invalid(
-            "InvalidMessageContents",
+            crate::codes::INVALID_MESSAGE_CONTENTS,
             "the body is not UTF-8 text and BODY_ENCODING is never",
         )),
     }
@@ -293,7 +297,7 @@ pub fn check_attribute(a: &Attribute) -> Result<(), Failure> {
     };
     if !name_ok || prefixed("aws.") || prefixed("amazon.") {
         return Err(invalid(
-            "InvalidAttributeName",
+            crate::codes::INVALID_ATTRIBUTE_NAME,
             format!(
                 "attribute name {name:?} is not allowed: 1..256 of A-Z a-z 0-9 _ - ., no leading, trailing or double period, no AWS./Amazon. prefix"
             ),
@@ -316,7 +320,7 @@ pub fn check_attribute(a: &Attribute) -> Result<(), Failure> {
     });
     if !kind_ok || !custom_ok || a.data_type.len() > 256 {
         return Err(invalid(
-            "InvalidAttributeType",
+            crate::codes::INVALID_ATTRIBUTE_TYPE,
             format!(
                 "attribute {name:?} has data type {:?}, which does not match its value or is malformed",
                 a.data_type
@@ -325,15 +329,15 @@ pub fn check_attribute(a: &Attribute) -> Result<(), Failure> {
     }
     match &a.value {
         AttributeValue::String(s) if s.is_empty() || !is_sqs_text(s) => Err(invalid(
-            "InvalidAttributeValue",
+            crate::codes::INVALID_ATTRIBUTE_VALUE,
             format!("attribute {name:?}: a String value must be non-empty SQS text"),
         )),
         AttributeValue::Number(n) if !is_number(n) => Err(invalid(
-            "InvalidAttributeValue",
+            crate::codes::INVALID_ATTRIBUTE_VALUE,
             format!("attribute {name:?}: {n:?} is not a number"),
         )),
         AttributeValue::Binary(b) if b.is_empty() => Err(invalid(
-            "InvalidAttributeValue",
+            crate::codes::INVALID_ATTRIBUTE_VALUE,
             format!("attribute {name:?}: a Binary value must be non-empty"),
         )),
         _ => Ok(()),

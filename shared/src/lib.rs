@@ -88,6 +88,7 @@ pub mod allocator;
 pub mod aws_names;
 pub mod batch;
 mod byte_scan;
+pub mod codes;
 pub mod config;
 pub mod credentials;
 pub mod direct;

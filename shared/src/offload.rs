@@ -149,7 +149,7 @@ pub fn pointer_entry(
 ) -> Result<Entry, Failure> {
     if entry.attributes.len() > MAX_USER_ATTRIBUTES {
         return Err(Failure::permanent(
-            "TooManyAttributes",
+            crate::codes::TOO_MANY_ATTRIBUTES,
             format!(
                 "{} attributes{}; a message offloaded to S3 keeps at most {MAX_USER_ATTRIBUTES}, the tenth is {}",
                 entry.attributes.len(),
@@ -182,7 +182,6 @@ pub use self::s3::{S3PayloadStore, s3_client};
 
 #[cfg(feature = "s3")]
 mod s3 {
-    use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
     use aws_sdk_s3::primitives::ByteStream;
 
     use super::PayloadStore;
@@ -233,22 +232,9 @@ mod s3 {
                     .await
                     .map(|_| ())
                     .map_err(|e| {
-                        let (code, message) = match &e {
-                            SdkError::ServiceError(se) => (
-                                se.err().code().unwrap_or("UnknownError").to_owned(),
-                                se.err().message().unwrap_or("").to_owned(),
-                            ),
-                            SdkError::TimeoutError(_) => {
-                                ("Timeout".to_owned(), "the call timed out".to_owned())
-                            }
-                            SdkError::DispatchFailure(_) => (
-                                "ConnectionError".to_owned(),
-                                "the call could not be made".to_owned(),
-                            ),
-                            other => ("UnknownError".to_owned(), other.to_string()),
-                        };
+                        let (code, message) = crate::codes::sdk_error_parts(&e);
                         Failure::transient(
-                            "OffloadFailed",
+                            crate::codes::OFFLOAD_FAILED,
                             format!(
                                 "PutObject to s3://{}/{key} failed: {code}: {message}",
                                 self.bucket

@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+use crate::codes;
+
 /// Why a message did not reach SQS, in the terms an event source acts on:
 /// dead-letter it, answer the client, ask for it again later, or leave it
 /// where it is until the deployment is fixed. Every failure code has its
@@ -36,22 +38,26 @@ pub enum Cause {
 /// entry errors about content. A function that finds a fault of its own in
 /// a message says so with [`Failure::content`].
 const CONTENT_CODES: &[&str] = &[
-    "EmptyBody",
-    "InvalidMessageContents",
-    "InvalidAttributeName",
-    "InvalidAttributeType",
-    "InvalidAttributeValue",
-    "TooManyAttributes",
-    "InvalidGroupId",
-    "InvalidDeduplicationId",
-    "MissingGroupId",
-    "MissingDeduplicationId",
-    "InvalidDelay",
-    "InvalidParameterValue",
+    codes::EMPTY_BODY,
+    codes::INVALID_MESSAGE_CONTENTS,
+    codes::INVALID_ATTRIBUTE_NAME,
+    codes::INVALID_ATTRIBUTE_TYPE,
+    codes::INVALID_ATTRIBUTE_VALUE,
+    codes::TOO_MANY_ATTRIBUTES,
+    codes::INVALID_GROUP_ID,
+    codes::INVALID_DEDUPLICATION_ID,
+    codes::MISSING_GROUP_ID,
+    codes::MISSING_DEDUPLICATION_ID,
+    codes::INVALID_DELAY,
+    codes::INVALID_PARAMETER_VALUE,
 ];
 
 /// Codes about a message's size.
-const SIZE_CODES: &[&str] = &["MessageTooLarge", "MessageTooLong", "BatchRequestTooLong"];
+const SIZE_CODES: &[&str] = &[
+    codes::MESSAGE_TOO_LARGE,
+    codes::MESSAGE_TOO_LONG,
+    codes::BATCH_REQUEST_TOO_LONG,
+];
 
 impl Cause {
     /// The cause of a failure with this code (the `AWS.SimpleQueueService.`
@@ -120,6 +126,13 @@ impl Failure {
     /// A failure a later retry may fix.
     pub fn transient(code: impl Into<String>, message: impl Into<String>) -> Self {
         Failure::new(code, message, true)
+    }
+
+    /// Whether the invocation's deadline (less the margin) came before the
+    /// message was sent ([`codes::DEADLINE_EXCEEDED`]): a source that
+    /// answers a caller says "try again" rather than "SQS is down".
+    pub fn is_deadline(&self) -> bool {
+        self.code == codes::DEADLINE_EXCEEDED
     }
 
     /// A failure of the message's own content that a function found (a

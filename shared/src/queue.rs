@@ -19,10 +19,10 @@
 use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::config::StalledStreamProtectionConfig;
 use aws_sdk_sqs::config::retry::RetryConfig;
-use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::types::QueueAttributeName;
 
 use crate::aws_names::region_of_queue_url;
+use crate::codes::sdk_error_parts;
 use crate::config::{Config, QueueTarget};
 use crate::encode::EncodeRules;
 use crate::error::{ConfigError, SetupError};
@@ -127,20 +127,6 @@ fn has_sqs_endpoint_override(sdk: &aws_config::SdkConfig) -> bool {
     service.is_some() || sdk.endpoint_url().is_some()
 }
 
-fn error_parts<E: ProvideErrorMetadata + std::fmt::Debug, R: std::fmt::Debug>(
-    e: &SdkError<E, R>,
-) -> (String, String) {
-    match e {
-        SdkError::ServiceError(se) => (
-            se.err().code().unwrap_or("UnknownError").to_owned(),
-            se.err().message().unwrap_or("").to_owned(),
-        ),
-        SdkError::TimeoutError(_) => ("Timeout".into(), "the call timed out".into()),
-        SdkError::DispatchFailure(d) => ("ConnectionError".into(), format!("{d:?}")),
-        other => ("UnknownError".into(), format!("{other:?}")),
-    }
-}
-
 fn is_access_denied(code: &str) -> bool {
     code.contains("AccessDenied")
         || code.contains("NotAuthorized")
@@ -169,7 +155,7 @@ pub async fn discover(
                 .send()
                 .await
                 .map_err(|e| {
-                    let (code, message) = error_parts(&e);
+                    let (code, message) = sdk_error_parts(&e);
                     SetupError::Queue {
                         queue: name.clone(),
                         code,
@@ -217,7 +203,7 @@ pub async fn discover(
             })
         }
         Err(e) => {
-            let (code, message) = error_parts(&e);
+            let (code, message) = sdk_error_parts(&e);
             if is_access_denied(&code) {
                 tracing::warn!(queue = %url, %code, "GetQueueAttributes is not allowed; using FALLBACK_MESSAGE_BYTES as the queue's message limit (grant sqs:GetQueueAttributes to read the real one)");
                 Ok(QueueInfo {

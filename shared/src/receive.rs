@@ -80,9 +80,9 @@ impl QueueReader {
     fn error<E, R>(&self, action: &'static str, err: &SdkError<E, R>) -> ReceiveError
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
-        R: std::fmt::Debug,
+        R: std::fmt::Debug + 'static,
     {
-        let (code, message) = describe_sdk_error(err);
+        let (code, message) = crate::codes::sdk_error_parts(err);
         ReceiveError {
             action,
             queue: self.url.clone(),
@@ -186,30 +186,6 @@ impl QueueReader {
 /// Whole seconds, as SQS takes them (at most 12 hours for a visibility).
 fn seconds(d: Duration) -> i32 {
     d.as_secs().min(43_200) as i32
-}
-
-/// The code and message of any AWS SDK error (a service's own code and
-/// message; `Timeout`, `ConnectionError` or `Unknown` with the error's text
-/// otherwise): one mapping for every client this workspace calls.
-pub fn describe_sdk_error<E, R>(err: &SdkError<E, R>) -> (String, String)
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
-{
-    match err {
-        SdkError::ServiceError(e) => (
-            e.err().code().unwrap_or("Unknown").to_owned(),
-            e.err().message().unwrap_or("").to_owned(),
-        ),
-        SdkError::TimeoutError(_) => ("Timeout".to_owned(), err.to_string()),
-        SdkError::DispatchFailure(_) => ("ConnectionError".to_owned(), err.to_string()),
-        _ => (
-            "Unknown".to_owned(),
-            std::error::Error::source(err)
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| err.to_string()),
-        ),
-    }
 }
 
 #[cfg(test)]

@@ -13,10 +13,11 @@ use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 
+use crate::codes;
 use crate::encode::SharedEntry;
 use crate::message::AttributeValue;
 use crate::outcome::Failure;
-use crate::retry::{call_retryable, entry_retryable};
+use crate::retry::{bare_code, call_retryable, entry_retryable};
 
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -146,11 +147,11 @@ fn to_sdk_entry(item: &BatchItem) -> Result<SendMessageBatchRequestEntry, Failur
         };
         let v = v
             .build()
-            .map_err(|err| Failure::permanent("InvalidAttribute", err.to_string()))?;
+            .map_err(|err| Failure::permanent(codes::INVALID_ATTRIBUTE, err.to_string()))?;
         b = b.message_attributes(a.name.as_ref(), v);
     }
     b.build()
-        .map_err(|err| Failure::permanent("InvalidEntry", err.to_string()))
+        .map_err(|err| Failure::permanent(codes::INVALID_ENTRY, err.to_string()))
 }
 
 /// Classify a whole-call SDK error.
@@ -160,15 +161,15 @@ where
 {
     match err {
         SdkError::TimeoutError(_) => CallError::Failed(Failure::transient(
-            "Timeout",
+            codes::TIMEOUT,
             "the SendMessageBatch call timed out",
         )),
         SdkError::DispatchFailure(e) => CallError::Failed(Failure::transient(
-            "ConnectionError",
+            codes::CONNECTION_ERROR,
             format!("the SendMessageBatch call could not be made: {e:?}"),
         )),
         SdkError::ResponseError(_) => CallError::Failed(Failure::transient(
-            "ResponseError",
+            codes::RESPONSE_ERROR,
             "the SendMessageBatch response could not be read",
         )),
         SdkError::ServiceError(se) => {
@@ -176,13 +177,12 @@ where
             let code = e.code();
             let message = e.message().unwrap_or("").to_owned();
             if matches!(e, SendMessageBatchError::BatchRequestTooLong(_))
-                || code == Some("BatchRequestTooLong")
-                || code == Some("AWS.SimpleQueueService.BatchRequestTooLong")
+                || code.map(bare_code) == Some(codes::BATCH_REQUEST_TOO_LONG)
             {
                 return CallError::TooLong(message);
             }
             let status = se.raw().status_code();
-            let code = code.unwrap_or("UnknownError").to_owned();
+            let code = code.unwrap_or(codes::UNKNOWN_ERROR).to_owned();
             let message = if message.is_empty() {
                 format!("SendMessageBatch failed with HTTP {}", status.unwrap_or(0))
             } else {
@@ -192,11 +192,11 @@ where
             CallError::Failed(Failure::new(code, message, retryable))
         }
         SdkError::ConstructionFailure(_) => CallError::Failed(Failure::permanent(
-            "RequestConstructionFailed",
+            codes::REQUEST_CONSTRUCTION_FAILED,
             format!("the SendMessageBatch request could not be built: {err:?}"),
         )),
         other => CallError::Failed(Failure::transient(
-            "UnknownError",
+            codes::UNKNOWN_ERROR,
             format!("SendMessageBatch failed: {other:?}"),
         )),
     }

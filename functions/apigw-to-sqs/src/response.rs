@@ -71,7 +71,7 @@ impl Class {
     pub fn client_message(self, f: &Failure) -> String {
         match self {
             Class::Throttled => "SQS is throttling; retry this message later".into(),
-            Class::Unavailable if f.code == "DeadlineExceeded" => {
+            Class::Unavailable if f.is_deadline() => {
                 "the request ran out of time before this message could be sent; retry it".into()
             }
             Class::Unavailable => {
@@ -173,7 +173,7 @@ pub fn verdict(outcomes: &[MessageOutcome<usize>]) -> (StatusCode, Option<ErrorB
                 ),
             );
         }
-        let deadline = failures.iter().any(|f| f.code == "DeadlineExceeded");
+        let deadline = failures.iter().any(|f| f.is_deadline());
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             if deadline {

@@ -89,7 +89,6 @@ impl SecretSource {
     }
 
     async fn fetch(&self) -> Result<Credentials, BrokerError> {
-        use aws_sdk_secretsmanager::error::ProvideErrorMetadata;
         let out = self
             .client
             .get_secret_value()
@@ -97,16 +96,7 @@ impl SecretSource {
             .send()
             .await
             .map_err(|e| {
-                let code = e.code().unwrap_or("Unknown").to_owned();
-                let message = e.message().map(str::to_owned).unwrap_or_else(|| match &e {
-                    aws_sdk_secretsmanager::error::SdkError::DispatchFailure(_) => {
-                        "could not reach Secrets Manager".to_owned()
-                    }
-                    aws_sdk_secretsmanager::error::SdkError::TimeoutError(_) => {
-                        "Secrets Manager did not answer in time".to_owned()
-                    }
-                    _ => "no details".to_owned(),
-                });
+                let (code, message) = sqs_forwarder::codes::sdk_error_parts(&e);
                 BrokerError::Secret {
                     secret: self.secret_id.clone(),
                     detail: format!("{code}: {message}"),

@@ -118,7 +118,9 @@ pub async fn open(s3: &aws_sdk_s3::Client, event: &ObjectEvent) -> Result<Opened
             }
             let retryable = match status {
                 Some(s) => s >= 500 || s == 429 || code == "SlowDown" || code == "RequestTimeout",
-                None => code != "RequestConstructionFailed",
+                // No answer: a timeout or a connection may do better next
+                // time; a request that could not be built will not.
+                None => !matches!(err, SdkError::ConstructionFailure(_)),
             };
             return Err(ObjectError {
                 bucket: event.bucket.clone(),
@@ -147,6 +149,10 @@ pub fn decoded(raw: impl AsyncBufRead + Send + 'static, gzip: bool) -> ObjectBod
     }
 }
 
+/// S3's code and message for a failed `GetObject`, and the HTTP status
+/// when S3 answered. A service error without a code is named for its
+/// status (a `HEAD`-like 404/403/412 carries no body); anything else is
+/// read as every SDK error is ([`sqs_forwarder::codes::sdk_error_parts`]).
 fn error_parts(
     err: &SdkError<GetObjectError, aws_sdk_s3::config::http::HttpResponse>,
 ) -> (String, String, Option<u16>) {
@@ -170,23 +176,10 @@ fn error_parts(
                 .unwrap_or_else(|| format!("GetObject failed with HTTP {status}"));
             (code, message, Some(status))
         }
-        SdkError::TimeoutError(_) => ("Timeout".into(), "GetObject timed out".into(), None),
-        SdkError::DispatchFailure(e) => (
-            "ConnectionError".into(),
-            format!("GetObject could not be sent: {e:?}"),
-            None,
-        ),
-        SdkError::ResponseError(e) => (
-            "ResponseError".into(),
-            format!("GetObject's response could not be read: {e:?}"),
-            None,
-        ),
-        SdkError::ConstructionFailure(e) => (
-            "RequestConstructionFailed".into(),
-            format!("GetObject could not be built: {e:?}"),
-            None,
-        ),
-        other => ("UnknownError".into(), format!("{other:?}"), None),
+        other => {
+            let (code, message) = sqs_forwarder::codes::sdk_error_parts(other);
+            (code, format!("GetObject: {message}"), None)
+        }
     }
 }
 

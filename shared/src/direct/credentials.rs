@@ -112,7 +112,7 @@ impl CredentialsCache {
                 tracing::warn!(error = %message, "SQS_CLIENT=direct: credentials not renewed; signing with the current ones until they expire");
                 Ok(c)
             }
-            _ => Err(Failure::transient("CredentialsError", message)),
+            _ => Err(Failure::transient(crate::codes::CREDENTIALS_ERROR, message)),
         })
     }
 }

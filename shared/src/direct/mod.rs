@@ -50,7 +50,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 
-use crate::credentials::error_chain;
+use crate::codes::{self, error_chain};
 use crate::error::ConfigError;
 use crate::error::SetupError;
 use crate::outcome::Failure;
@@ -207,7 +207,7 @@ impl DirectClient {
         let request = self.signed_request(body).await?;
         let response = self.http.request(request).await.map_err(|e| {
             CallError::Failed(Failure::transient(
-                "ConnectionError",
+                codes::CONNECTION_ERROR,
                 format!(
                     "the SendMessageBatch call could not be made: {}",
                     error_chain(&e)
@@ -220,7 +220,7 @@ impl DirectClient {
             .await
             .map_err(|_| {
                 CallError::Failed(Failure::transient(
-                    "ResponseError",
+                    codes::RESPONSE_ERROR,
                     "the SendMessageBatch response could not be read",
                 ))
             })?
@@ -289,7 +289,7 @@ impl DirectClient {
 
 fn signing_failed(what: &str) -> CallError {
     CallError::Failed(Failure::permanent(
-        "SigningFailed",
+        codes::SIGNING_FAILED,
         format!("the SendMessageBatch request could not be signed: {what}"),
     ))
 }
@@ -323,7 +323,7 @@ pub async fn transport(
 
 fn timeout_error() -> CallError {
     CallError::Failed(Failure::transient(
-        "Timeout",
+        codes::TIMEOUT,
         "the SendMessageBatch call timed out",
     ))
 }

@@ -10,6 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Deserialize;
 
+use crate::codes;
 use crate::message::{Attribute, AttributeValue};
 use crate::outcome::Failure;
 use crate::retry::{bare_code, call_retryable};
@@ -137,7 +138,7 @@ fn needs_escape(bytes: &[u8]) -> bool {
 }
 
 fn construction(what: &str) -> Failure {
-    Failure::permanent("RequestConstructionFailed", what)
+    Failure::permanent(codes::REQUEST_CONSTRUCTION_FAILED, what)
 }
 
 #[derive(Deserialize)]
@@ -176,7 +177,7 @@ struct Failed {
 pub fn parse_answer(body: &[u8]) -> Result<Vec<(String, EntryResult)>, CallError> {
     let answer: Answer = serde_json::from_slice(body).map_err(|_| {
         CallError::Failed(Failure::transient(
-            "ResponseError",
+            codes::RESPONSE_ERROR,
             "the SendMessageBatch response could not be read",
         ))
     })?;
@@ -254,7 +255,7 @@ pub fn call_error(
     {
         return CallError::TooLong(message);
     }
-    let code = code.unwrap_or_else(|| "UnknownError".to_owned());
+    let code = code.unwrap_or_else(|| codes::UNKNOWN_ERROR.to_owned());
     let message = if message.is_empty() {
         format!("SendMessageBatch failed with HTTP {status}")
     } else {

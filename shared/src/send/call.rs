@@ -24,7 +24,7 @@ impl<T: Transport> Forwarder<T> {
         let result = match tokio::time::timeout(timeout, self.transport.send_batch(&items)).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Failed(Failure::transient(
-                "Timeout",
+                crate::codes::TIMEOUT,
                 format!(
                     "no answer to SendMessageBatch within {} ms",
                     timeout.as_millis()

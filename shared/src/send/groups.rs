@@ -117,7 +117,7 @@ pub(super) fn group_blocked(group: &str, by: BlockedBy) -> Failure {
         BlockedBy::Offload => "could not be offloaded",
     };
     Failure::transient(
-        "GroupBlocked",
+        crate::codes::GROUP_BLOCKED,
         format!(
             "an earlier message of group {group:?} {what}; this one was not sent, to keep the group's order"
         ),

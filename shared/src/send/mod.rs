@@ -284,7 +284,9 @@ impl<T: Transport> Forwarder<T> {
             self.settings.limits.max_request_bytes
         );
         match self.settings.oversize {
-            OversizePolicy::Fail => Outcome::Failed(Failure::permanent("MessageTooLarge", why)),
+            OversizePolicy::Fail => {
+                Outcome::Failed(Failure::permanent(crate::codes::MESSAGE_TOO_LARGE, why))
+            }
             OversizePolicy::Drop => {
                 tracing::warn!(
                     index,
@@ -296,7 +298,9 @@ impl<T: Transport> Forwarder<T> {
             }
             // Only a message the store could not take as a pointer gets
             // here under offload (the threshold is never above the limit).
-            OversizePolicy::Offload => Outcome::Failed(Failure::permanent("MessageTooLarge", why)),
+            OversizePolicy::Offload => {
+                Outcome::Failed(Failure::permanent(crate::codes::MESSAGE_TOO_LARGE, why))
+            }
         }
     }
 }
@@ -310,7 +314,7 @@ fn reserved_names(entry: Entry) -> Result<Entry, Failure> {
         .find(|a| offload::is_reserved(&a.name))
     {
         Some(a) => Err(Failure::permanent(
-            "InvalidAttributeName",
+            crate::codes::INVALID_ATTRIBUTE_NAME,
             format!(
                 "attribute {:?} is reserved for offloaded messages (OVERSIZE_POLICY=offload)",
                 a.name

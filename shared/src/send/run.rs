@@ -338,7 +338,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             self.settle_slot(
                 slot,
                 Outcome::Failed(Failure::transient(
-                    "Unschedulable",
+                    crate::codes::UNSCHEDULABLE,
                     "the forwarder could not schedule this message",
                 )),
                 calls,
@@ -359,7 +359,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
 
 fn deadline_exceeded() -> Outcome {
     Outcome::Failed(Failure::transient(
-        "DeadlineExceeded",
+        crate::codes::DEADLINE_EXCEEDED,
         "the invocation's deadline came before this message could be sent",
     ))
 }

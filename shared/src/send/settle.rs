@@ -73,7 +73,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                         }
                         None => {
                             let failure = Failure::transient(
-                                "MissingResult",
+                                crate::codes::MISSING_RESULT,
                                 "SQS's answer did not mention this entry",
                             );
                             retried |= self.retry_or_settle(index, slot, failure, at);
@@ -87,7 +87,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                     slot.attempts -= 1;
                     if n == 1 {
                         let failure = Failure::permanent(
-                            "BatchRequestTooLong",
+                            crate::codes::BATCH_REQUEST_TOO_LONG,
                             format!("SQS rejected the message alone as too long: {message}"),
                         );
                         let calls = slot.calls;
