@@ -28,13 +28,12 @@
 //! What was folded or dropped is counted (`HeadersFolded`,
 //! `HeadersDropped`) and logged by header name (never by value).
 
-use base64::Engine as _;
 use serde_json::{Map, Value};
 use sqs_forwarder::encode::{check_attribute, is_sqs_text};
 use sqs_forwarder::offload::{LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE};
 use sqs_forwarder::{Attribute, BodyEncoding, Forwarder, OversizePolicy};
 
-use crate::mapping::{FieldValue, attribute};
+use crate::values::{FieldValue, attribute, bytes_json};
 
 /// The attribute that carries the headers (and properties) that have no
 /// attribute of their own.
@@ -239,21 +238,6 @@ fn assemble(slots: &[Slot]) -> Vec<Attribute> {
         });
     }
     attributes
-}
-
-/// Bytes as JSON: text when they are UTF-8, else `{"base64": "..."}`.
-pub(crate) fn bytes_json(b: &[u8]) -> Value {
-    match std::str::from_utf8(b) {
-        Ok(s) => Value::String(s.to_owned()),
-        Err(_) => {
-            let mut m = Map::new();
-            m.insert(
-                "base64".into(),
-                Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
-            );
-            Value::Object(m)
-        }
-    }
 }
 
 /// A field value in the folded JSON.

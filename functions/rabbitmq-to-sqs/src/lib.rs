@@ -36,6 +36,7 @@ pub mod lambda;
 pub mod mapping;
 pub mod secret;
 pub mod settings;
+pub mod values;
 
 use aws_lambda_events::event::rabbitmq::RabbitMqEvent;
 use serde_json::Value;

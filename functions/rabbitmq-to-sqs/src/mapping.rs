@@ -22,17 +22,15 @@
 //!   are hashed ([`crate::fifo_id`]).
 
 mod incoming;
-mod values;
 
 use sqs_forwarder::{Failure, Message};
 
 use crate::fifo_id::sqs_id;
 use crate::fold::{Room, fit, report};
 use crate::settings::{DedupFrom, DeliveryMode, GroupFrom, MappingRules, Property};
+pub use crate::values::{FieldValue, MAX_DEPTH, TOO_DEEP, amqp_value, json_value};
+use crate::values::{header_text, non_empty};
 pub use incoming::{Incoming, Properties};
-pub(crate) use values::attribute;
-pub use values::{FieldValue, MAX_DEPTH, TOO_DEEP, amqp_value, json_value};
-use values::{header_text, non_empty};
 
 /// Failure code of a message refused before sending in exactly-once mode.
 pub const MISSING_CORRELATION_ID: &str = "MissingCorrelationId";

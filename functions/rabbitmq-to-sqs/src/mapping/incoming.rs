@@ -2,7 +2,7 @@
 //! lapin becomes an [`Incoming`] here, an `aws:rmq` event message in
 //! [`crate::amazon_mq`], so the mapping to SQS is written once.
 
-use super::values::{FieldValue, non_empty, table_fields};
+use crate::values::{FieldValue, non_empty, table_fields};
 
 /// The AMQP basic properties, whatever the source.
 #[derive(Debug, Clone, PartialEq, Default)]

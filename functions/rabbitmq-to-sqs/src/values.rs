@@ -4,12 +4,11 @@
 //! SQS has a form for it. Tables and arrays become JSON text, cut at
 //! [`MAX_DEPTH`] whatever a publisher sends.
 
+use base64::Engine as _;
 use lapin::types::{AMQPValue, FieldTable};
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 use sqs_forwarder::Attribute;
 use sqs_forwarder::encode::is_sqs_text;
-
-use crate::fold::bytes_json;
 
 /// A header or property value, whatever the source.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,5 +228,20 @@ pub(crate) fn header_text(value: &FieldValue) -> Option<String> {
         FieldValue::Bytes(b) => std::str::from_utf8(b).ok().and_then(non_empty),
         FieldValue::Bool(b) => Some(b.to_string()),
         FieldValue::Void => None,
+    }
+}
+
+/// Bytes as JSON: text when they are UTF-8, else `{"base64": "..."}`.
+pub(crate) fn bytes_json(b: &[u8]) -> Value {
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::String(s.to_owned()),
+        Err(_) => {
+            let mut m = Map::new();
+            m.insert(
+                "base64".into(),
+                Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+            );
+            Value::Object(m)
+        }
     }
 }
