@@ -212,7 +212,7 @@ async fn entries_of_sources_replay_does_not_read_are_named_and_kept() {
         .collect();
     assert_eq!(lines.len(), 3, "{stdout}");
     assert!(
-        !stdout.contains("requestPayload") && !stdout.contains("UNREADABLE"),
+        !stdout.contains("has no requestPayload") && !stdout.contains("UNREADABLE"),
         "{stdout}"
     );
     let tail = "; kept (replay does not read this source: handle it with that source's own tools, then delete it from the queue)";
