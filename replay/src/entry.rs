@@ -13,12 +13,17 @@
 //!   `EventAgeExceeded`), and `requestPayload`, the original event.
 //!
 //! `events/replay-kinesis-batch-info.json` and
-//! `events/replay-s3-invocation-record.json` are samples of each.
+//! `events/replay-s3-invocation-record.json` are samples of each. Records of
+//! other sources are named by [`crate::other`]. A Kinesis entry this tool
+//! narrowed to what the stream no longer had ([`crate::narrow`]) is one of
+//! these too, with a `replayNarrowed` note.
 
 use std::cmp::Ordering;
 
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::other::OtherSource;
 
 /// A Kinesis range Lambda gave up on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +40,9 @@ pub struct KinesisRange {
     pub batch_size: Option<u64>,
     /// Why Lambda gave up (`RetryAttemptsExhausted`, `RecordAgeExceeded`, ...).
     pub condition: Option<String>,
+    /// When an earlier replay narrowed the entry to what the stream no
+    /// longer had: how many records it sent.
+    pub sent_before: Option<u64>,
 }
 
 impl KinesisRange {
@@ -52,6 +60,24 @@ impl KinesisRange {
             self.start,
             self.end.as_deref().unwrap_or("?")
         )
+    }
+
+    /// ` (batch of N; an earlier replay sent ...)` for reports.
+    pub fn batch(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(n) = self.batch_size {
+            parts.push(format!("batch of {n}"));
+        }
+        if let Some(n) = self.sent_before {
+            parts.push(format!(
+                "an earlier replay sent the {n} records the stream still had"
+            ));
+        }
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", parts.join("; "))
+        }
     }
 }
 
@@ -89,6 +115,9 @@ pub enum EntryError {
         /// What is wrong with it.
         problem: String,
     },
+    /// An on-failure record of a source this tool does not read.
+    #[error("{}: {}", .0.what, .0.detail)]
+    OtherSource(OtherSource),
     /// An asynchronous invocation record without the event (Lambda leaves
     /// it out when the record would be too large for the destination).
     #[error(
@@ -120,6 +149,13 @@ struct BatchInfo {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct Narrowed {
+    #[serde(default)]
+    sent_records: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Record {
     #[serde(default)]
     request_context: Option<RequestContext>,
@@ -127,16 +163,29 @@ struct Record {
     kinesis_batch_info: Option<BatchInfo>,
     #[serde(default)]
     request_payload: Option<Value>,
+    #[serde(default)]
+    replay_narrowed: Option<Narrowed>,
 }
 
 /// Read an entry's body.
 pub fn parse(body: &str) -> Result<FailureEntry, EntryError> {
-    let record: Record =
+    let value: Value =
         serde_json::from_str(body).map_err(|e| EntryError::Unknown(e.to_string()))?;
+    if let Some(other) = crate::other::recognise(&value) {
+        return Err(EntryError::OtherSource(other));
+    }
+    let record: Record =
+        serde_json::from_value(value).map_err(|e| EntryError::Unknown(e.to_string()))?;
     let context = record.request_context;
     let condition = context.as_ref().and_then(|c| c.condition.clone());
     if let Some(info) = record.kinesis_batch_info {
-        return kinesis(info, condition).map(FailureEntry::Kinesis);
+        let sent_before = record.replay_narrowed.and_then(|n| n.sent_records);
+        return kinesis(info, condition).map(|range| {
+            FailureEntry::Kinesis(KinesisRange {
+                sent_before,
+                ..range
+            })
+        });
     }
     if context.is_some() {
         return match record.request_payload {
@@ -219,6 +268,7 @@ fn kinesis(info: BatchInfo, condition: Option<String>) -> Result<KinesisRange, E
         end: info.end_sequence_number,
         batch_size: info.batch_size,
         condition,
+        sent_before: None,
     })
 }
 
@@ -339,6 +389,37 @@ mod tests {
         assert_eq!(
             parse(r#"{"requestContext":{"condition":"RetriesExhausted"}}"#),
             Err(EntryError::NoPayload)
+        );
+    }
+
+    #[test]
+    fn other_sources_are_named_not_taken_for_a_missing_payload() {
+        let body = r#"{"requestContext":{"condition":"RetryAttemptsExhausted"},"DDBStreamBatchInfo":{"shardId":"s","startSequenceNumber":"1","endSequenceNumber":"2","batchSize":2,"streamArn":"arn:aws:dynamodb:r:123456789012:table/t/stream/x"}}"#;
+        match parse(body) {
+            Err(EntryError::OtherSource(o)) => {
+                assert!(
+                    o.what.starts_with("dynamodb stream arn:aws:dynamodb:"),
+                    "{o:?}"
+                );
+                assert!(
+                    o.detail.contains("DynamoDB stream (DDBStreamBatchInfo)"),
+                    "{o:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_narrowed_entry_says_what_was_sent_before() {
+        let body = r#"{"KinesisBatchInfo":{"shardId":"shardId-000000000000","startSequenceNumber":"7","endSequenceNumber":"9","batchSize":3,"streamArn":"arn:aws:kinesis:eu-west-1:123456789012:stream/s"},"replayNarrowed":{"sentRecords":12}}"#;
+        let FailureEntry::Kinesis(r) = parse(body).expect("valid") else {
+            panic!("not Kinesis")
+        };
+        assert_eq!(r.sent_before, Some(12));
+        assert_eq!(
+            r.batch(),
+            " (batch of 3; an earlier replay sent the 12 records the stream still had)"
         );
     }
 

@@ -27,6 +27,18 @@ pub struct RangeOutcome {
     pub lost: Option<String>,
     /// Reading stopped on an error a later run may not meet.
     pub error: Option<String>,
+    /// When the stream trimmed the range's start: the first record it still
+    /// had (the records before it are the ones lost).
+    pub first_kept: Option<FirstKept>,
+}
+
+/// The first record the stream still had of a range whose start it trimmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstKept {
+    /// Its sequence number.
+    pub sequence_number: String,
+    /// When it arrived, in milliseconds since the epoch, when Kinesis said.
+    pub arrival_millis: Option<i64>,
 }
 
 impl RangeOutcome {
@@ -78,6 +90,7 @@ pub async fn replay<T: Transport>(
     mut progress: impl FnMut(u64),
 ) -> RangeOutcome {
     let mut outcome = RangeOutcome::default();
+    let mut first_read: Option<FirstKept> = None;
     loop {
         let page = match reader.next().await {
             Ok(Some(page)) => page,
@@ -91,6 +104,12 @@ pub async fn replay<T: Transport>(
                 break;
             }
         };
+        if first_read.is_none() {
+            first_read = page.first().map(|r| FirstKept {
+                sequence_number: r.sequence_number.clone(),
+                arrival_millis: r.arrival.map(|secs| (secs * 1000.0).round() as i64),
+            });
+        }
         let n = page.len() as u64;
         outcome.read += n;
         let first_seq = page
@@ -141,6 +160,10 @@ pub async fn replay<T: Transport>(
     let read_through = outcome.error.is_none() && outcome.unsent.is_none();
     if outcome.lost.is_none() && (outcome.read > 0 || read_through) {
         outcome.lost = reader.lost();
+        // Records read and some lost: the stream trimmed the start.
+        if outcome.lost.is_some() && reader.found() > 0 {
+            outcome.first_kept = first_read;
+        }
     }
     outcome
 }

@@ -11,10 +11,14 @@
 //!   event: it goes through s3-to-sqs's handler ([`s3`]).
 //!
 //! An entry is deleted only when everything it stands for was sent; what
-//! the stream no longer has is reported with its range ([`report`]). The
-//! flow: [`entry`] (read an entry) → [`stream`] → [`kinesis`] or [`s3`] →
-//! [`run`] (delete or keep) → [`report`]. `--dry-run` counts instead of
-//! sending ([`dry_run`]).
+//! the stream no longer has is reported with its range ([`report`]), and an
+//! entry partly past the stream's retention is narrowed to what is lost
+//! once the rest was sent, so that no later run sends the rest again
+//! ([`narrow`]). Records of sources this tool does not read (a DynamoDB
+//! stream, a Kafka topic, another function's event) are named and kept
+//! ([`other`]). The flow: [`entry`] (read an entry) → [`stream`] →
+//! [`kinesis`] or [`s3`] → [`run`] (delete, narrow or keep) → [`report`].
+//! `--dry-run` counts instead of sending ([`dry_run`]).
 //!
 //! It is a command, not a Lambda function: an operator runs it once the
 //! cause is fixed, watches its progress and reads its report; a long replay
@@ -23,6 +27,8 @@
 pub mod dry_run;
 pub mod entry;
 pub mod kinesis;
+pub mod narrow;
+pub mod other;
 pub mod report;
 pub mod run;
 pub mod s3;

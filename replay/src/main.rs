@@ -22,8 +22,9 @@ use sqs_forwarder::{Env, QueueReader, Transport, startup};
 /// kinesis-to-sqs's and s3-to-sqs's, such as BODY_FORMAT or MODE): set them
 /// as the stack sets them. Exit status: 0 when every entry taken was
 /// replayed, 1 when some stay in the queue (failed, expired, unreadable,
-/// interrupted, the on-failure queue unreadable mid-way), 2 when it cannot
-/// start (a bad variable, the target or the on-failure queue unreachable).
+/// of another source, interrupted, the on-failure queue unreadable
+/// mid-way), 2 when it cannot start (a bad variable, the target or the
+/// on-failure queue unreachable).
 #[derive(Debug, Parser)]
 #[command(name = "replay", version)]
 struct Args {

@@ -12,16 +12,32 @@ pub enum Verdict {
     Replayed,
     /// Dry run: it would have been replayed.
     WouldReplay,
-    /// The stream no longer has (part of) its range; kept, unless
-    /// `--delete-expired`.
-    Expired {
-        /// Whether the entry was deleted.
-        deleted: bool,
-    },
+    /// The stream no longer has (part of) its range; what became of the
+    /// entry.
+    Expired(Expiry),
     /// Some of it was not sent; kept for the next run.
     Failed,
     /// Not an entry this tool can replay; kept.
     Unreadable,
+    /// An on-failure record of a source this tool does not read (a
+    /// DynamoDB stream, a Kafka topic, another function's event); kept.
+    OtherSource,
+}
+
+/// What became of an entry whose range the stream no longer has (all or
+/// part of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// Kept as it was: nothing of it was sent, or not all that the stream
+    /// still had (a later run sends it), or a dry run.
+    Kept,
+    /// What the stream still had was sent, and the entry was replaced by
+    /// one that covers only the records lost: later runs report the loss
+    /// and send nothing again.
+    Narrowed,
+    /// Deleted (`--delete-expired`), once what the stream still had was
+    /// sent.
+    Deleted,
 }
 
 /// One entry's line.
@@ -44,13 +60,21 @@ impl fmt::Display for EntryLine {
         let (tag, tail) = match self.verdict {
             Verdict::Replayed => ("replayed", "; deleted"),
             Verdict::WouldReplay => ("would replay", "; dry run: nothing sent, kept"),
-            Verdict::Expired { deleted: true } => ("EXPIRED", "; deleted (--delete-expired)"),
-            Verdict::Expired { deleted: false } => (
+            Verdict::Expired(Expiry::Deleted) => ("EXPIRED", "; deleted (--delete-expired)"),
+            Verdict::Expired(Expiry::Kept) => (
                 "EXPIRED",
                 "; kept (run with --delete-expired to drop it once you have noted the range)",
             ),
+            Verdict::Expired(Expiry::Narrowed) => (
+                "EXPIRED",
+                "; kept, narrowed to what is lost: later runs report it and send nothing again (run with --delete-expired to drop it once you have noted the range)",
+            ),
             Verdict::Failed => ("FAILED", "; kept for the next run"),
             Verdict::Unreadable => ("UNREADABLE", "; kept"),
+            Verdict::OtherSource => (
+                "OTHER SOURCE",
+                "; kept (replay does not read this source: handle it with that source's own tools, then delete it from the queue)",
+            ),
         };
         write!(
             f,
@@ -73,6 +97,8 @@ pub struct Totals {
     pub failed: u64,
     /// Entries this tool cannot read.
     pub unreadable: u64,
+    /// Entries of sources this tool does not read.
+    pub other_sources: u64,
     /// Kinesis records sent (dry run: that would be).
     pub records: u64,
     /// S3 messages sent (dry run: all messages that would be).
@@ -91,9 +117,10 @@ impl Totals {
         self.entries += 1;
         match verdict {
             Verdict::Replayed | Verdict::WouldReplay => self.replayed += 1,
-            Verdict::Expired { .. } => self.expired += 1,
+            Verdict::Expired(_) => self.expired += 1,
             Verdict::Failed => self.failed += 1,
             Verdict::Unreadable => self.unreadable += 1,
+            Verdict::OtherSource => self.other_sources += 1,
         }
     }
 
@@ -102,6 +129,7 @@ impl Totals {
         self.expired == 0
             && self.failed == 0
             && self.unreadable == 0
+            && self.other_sources == 0
             && !self.interrupted
             && self.stopped.is_none()
     }
@@ -109,7 +137,7 @@ impl Totals {
     /// The closing line.
     pub fn summary(&self, dry_run: bool) -> String {
         let mut s = format!(
-            "replay{}: {} entries: {} {}, {} expired, {} failed, {} unreadable",
+            "replay{}: {} entries: {} {}, {} expired, {} failed, {} unreadable, {} from other sources",
             if dry_run { " (dry run)" } else { "" },
             self.entries,
             self.replayed,
@@ -120,7 +148,8 @@ impl Totals {
             },
             self.expired,
             self.failed,
-            self.unreadable
+            self.unreadable,
+            self.other_sources
         );
         if dry_run {
             s.push_str(&format!(
@@ -205,10 +234,18 @@ mod tests {
             "entry 2 [m-1] kinesis s shardId-0 1..9: replayed: sent 9 of 9 records; deleted"
         );
         assert!(
-            line(Verdict::Expired { deleted: false })
+            line(Verdict::Expired(Expiry::Kept))
                 .to_string()
                 .contains(": EXPIRED: sent 9 of 9 records; kept (run with --delete-expired")
         );
+        assert!(
+            line(Verdict::Expired(Expiry::Narrowed))
+                .to_string()
+                .contains(": EXPIRED: sent 9 of 9 records; kept, narrowed to what is lost: later runs report it and send nothing again (run with --delete-expired")
+        );
+        assert!(line(Verdict::OtherSource).to_string().contains(
+            ": OTHER SOURCE: sent 9 of 9 records; kept (replay does not read this source"
+        ));
         assert!(
             line(Verdict::Failed)
                 .to_string()
@@ -221,10 +258,11 @@ mod tests {
         let mut t = Totals::default();
         for v in [
             Verdict::Replayed,
-            Verdict::Expired { deleted: false },
+            Verdict::Expired(Expiry::Narrowed),
             Verdict::Failed,
             Verdict::Unreadable,
             Verdict::Replayed,
+            Verdict::OtherSource,
         ] {
             t.count(v);
         }
@@ -232,9 +270,15 @@ mod tests {
         t.messages = 3;
         assert_eq!(
             t.summary(false),
-            "replay: 5 entries: 2 replayed and deleted, 1 expired, 1 failed, 1 unreadable; sent 40 Kinesis records and 3 S3 messages"
+            "replay: 6 entries: 2 replayed and deleted, 1 expired, 1 failed, 1 unreadable, 1 from other sources; sent 40 Kinesis records and 3 S3 messages"
         );
         assert!(!t.clean());
+        let mut other = Totals::default();
+        other.count(Verdict::OtherSource);
+        assert!(
+            !other.clean(),
+            "an entry of another source stays: not clean"
+        );
         let stopped = Totals {
             stopped: Some(
                 "cannot read the on-failure queue: ReceiveMessage on q: Timeout: no answer".into(),

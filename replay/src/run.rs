@@ -9,16 +9,21 @@
 //! timeout ends, and a second run replays them again (a FIFO target drops
 //! the copies of what had already arrived; a standard queue gets them
 //! twice, as with any Lambda retry).
+//!
+//! A range partly past the stream's retention is kept, but narrowed to what
+//! is lost once the rest was sent ([`crate::narrow`]): the narrowed entry
+//! replaces it, and this run does not take it again.
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use s3_to_sqs::Handler;
 use sqs_forwarder::{QueueReader, Received, Transport};
 
-use crate::entry::{self, FailureEntry};
+use crate::entry::{self, EntryError, FailureEntry};
 use crate::kinesis::{self, RangeOutcome};
-use crate::report::{EntryLine, Progress, Totals, Verdict};
+use crate::narrow::{self, Narrowed};
+use crate::report::{EntryLine, Expiry, Progress, Totals, Verdict};
 use crate::s3::{self, EventOutcome};
 use crate::stream::{RangeReader, Streams};
 
@@ -75,12 +80,24 @@ struct Done {
     detail: String,
     records: u64,
     messages: u64,
+    /// The entry to put in this one's place (narrowed to what is lost).
+    narrowed: Option<Narrowed>,
 }
 
 impl<T: Transport> Replayer<T> {
     async fn replay_one(&mut self, received: &Received, progress: &Progress) -> Done {
         let entry = match entry::parse(&received.body) {
             Ok(e) => e,
+            Err(EntryError::OtherSource(other)) => {
+                return Done {
+                    what: other.what,
+                    verdict: Verdict::OtherSource,
+                    detail: other.detail,
+                    records: 0,
+                    messages: 0,
+                    narrowed: None,
+                };
+            }
             Err(e) => {
                 return Done {
                     what: "entry".to_owned(),
@@ -88,19 +105,13 @@ impl<T: Transport> Replayer<T> {
                     detail: e.to_string(),
                     records: 0,
                     messages: 0,
+                    narrowed: None,
                 };
             }
         };
         match entry {
             FailureEntry::Kinesis(range) => {
-                let what = format!(
-                    "kinesis {}{}",
-                    range.describe(),
-                    range
-                        .batch_size
-                        .map(|n| format!(" (batch of {n})"))
-                        .unwrap_or_default()
-                );
+                let what = format!("kinesis {}{}", range.describe(), range.batch());
                 progress.status(format!("reading {}", range.shard_id));
                 let client = self.streams.client(range.region());
                 let outcome =
@@ -122,7 +133,7 @@ impl<T: Transport> Replayer<T> {
                             ..RangeOutcome::default()
                         },
                     };
-                self.kinesis_done(what, outcome)
+                self.kinesis_done(what, outcome, &received.body)
             }
             FailureEntry::S3(event) => {
                 let what = format!(
@@ -144,6 +155,7 @@ impl<T: Transport> Replayer<T> {
                         ),
                         records: 0,
                         messages,
+                        narrowed: None,
                     },
                     EventOutcome::Failed(why) => Done {
                         what,
@@ -151,6 +163,7 @@ impl<T: Transport> Replayer<T> {
                         detail: why,
                         records: 0,
                         messages: 0,
+                        narrowed: None,
                     },
                     EventOutcome::Unreadable(why) => Done {
                         what,
@@ -158,6 +171,7 @@ impl<T: Transport> Replayer<T> {
                         detail: why,
                         records: 0,
                         messages: 0,
+                        narrowed: None,
                     },
                 }
             }
@@ -180,7 +194,8 @@ impl<T: Transport> Replayer<T> {
         }
     }
 
-    fn kinesis_done(&self, what: String, o: RangeOutcome) -> Done {
+    fn kinesis_done(&self, what: String, o: RangeOutcome, body: &str) -> Done {
+        let mut narrowed = None;
         let mut detail = format!(
             "{} of {} records read from the stream {}",
             o.sent,
@@ -195,9 +210,27 @@ impl<T: Transport> Replayer<T> {
             if let Some(e) = &o.error {
                 detail.push_str(&format!("; {e}"));
             }
-            let rest_sent = o.unsent.is_none() && o.error.is_none();
-            Verdict::Expired {
-                deleted: rest_sent && self.options.delete_expired && !self.options.dry_run,
+            let rest_sent = o.unsent.is_none() && o.error.is_none() && !self.options.dry_run;
+            if rest_sent && self.options.delete_expired {
+                Verdict::Expired(Expiry::Deleted)
+            } else {
+                // What the stream still had was sent: the entry is to
+                // stand for the lost records only (once rewritten).
+                if let Some(first) = o.first_kept.as_ref().filter(|_| rest_sent && o.sent > 0) {
+                    match narrow::narrow(body, first, o.sent, SystemTime::now()) {
+                        Ok(n) => {
+                            detail.push_str(&format!(
+                                "; narrowed to the records the stream no longer has: {}",
+                                n.range
+                            ));
+                            narrowed = Some(n);
+                        }
+                        Err(e) => detail.push_str(&format!(
+                            "; cannot narrow the entry to what is lost ({e}): the next run sends what the stream still has of it again"
+                        )),
+                    }
+                }
+                Verdict::Expired(Expiry::Kept)
             }
         } else if o.complete() {
             self.replayed()
@@ -218,6 +251,7 @@ impl<T: Transport> Replayer<T> {
             detail,
             records: o.sent,
             messages: 0,
+            narrowed,
         }
     }
 
@@ -281,7 +315,7 @@ impl<T: Transport> Replayer<T> {
             };
             let delete = matches!(
                 done.verdict,
-                Verdict::Replayed | Verdict::Expired { deleted: true }
+                Verdict::Replayed | Verdict::Expired(Expiry::Deleted)
             );
             let mut line = EntryLine {
                 number: totals.entries + 1,
@@ -290,7 +324,20 @@ impl<T: Transport> Replayer<T> {
                 verdict: done.verdict,
                 detail: done.detail,
             };
-            if delete {
+            if let Some(narrowed) = &done.narrowed {
+                match narrow::rewrite(&self.queue, &received.receipt_handle, narrowed).await {
+                    Ok(id) => {
+                        // Not to be taken again by this run.
+                        seen.insert(id);
+                        line.verdict = Verdict::Expired(Expiry::Narrowed);
+                    }
+                    Err((written, e)) => {
+                        seen.extend(written);
+                        line.detail.push_str(&format!("; {e}"));
+                        kept.insert(received.message_id.clone(), received.receipt_handle.clone());
+                    }
+                }
+            } else if delete {
                 if let Err(e) = self.queue.delete(&received.receipt_handle).await {
                     // Everything was sent; the entry comes back and a later
                     // run sends it again.

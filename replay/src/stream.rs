@@ -294,8 +294,13 @@ impl RangeReader {
         let end = range.end.as_deref().unwrap_or("?");
         match &self.first {
             _ if self.found == 0 => Some(format!(
-                "the stream no longer has any record of {}..{end} in {}: past the retention period",
-                range.start, range.shard_id
+                "the stream no longer has any record of {}..{end} in {}: past the retention period{}",
+                range.start,
+                range.shard_id,
+                match range.batch_size {
+                    Some(n) => format!("; {n} of the batch's {n} records are lost"),
+                    None => String::new(),
+                }
             )),
             Some(first) if compare(first, &range.start).is_gt() => Some(format!(
                 "the stream no longer has the records of {} from {} to before {first} (trimmed: past the retention period){}",

@@ -6,84 +6,29 @@
 //!
 //! These tests live in the replay crate because Cargo gives a test the path
 //! of a built binary (`CARGO_BIN_EXE_replay`) only in the binary's own
-//! package; the shared helpers come from the end-to-end crate.
+//! package; the shared helpers come from the end-to-end crate and
+//! `common/`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use aws_sdk_kinesis::primitives::Blob;
 use aws_sdk_kinesis::types::ShardIteratorType;
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use base64::Engine as _;
+use common::{
+    SHARD, batch_info, depth, kinesis, put, replay, replay_command, send_entry, stream, unique,
+};
 use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::Config;
 use sqs_forwarder::startup::connect_with;
 
+mod common;
+
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
-
-fn kinesis() -> aws_sdk_kinesis::Client {
-    let conf = aws_sdk_kinesis::Config::builder()
-        .behavior_version(aws_sdk_kinesis::config::BehaviorVersion::latest())
-        .region(aws_sdk_kinesis::config::Region::new("us-east-1"))
-        .credentials_provider(aws_sdk_kinesis::config::Credentials::new(
-            "test", "test", None, None, "tests",
-        ))
-        .endpoint_url(endpoint())
-        .build();
-    aws_sdk_kinesis::Client::from_conf(conf)
-}
-
-fn unique(base: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{base}-{nanos}")
-}
-
-/// A one-shard stream; its ARN.
-async fn stream(k: &aws_sdk_kinesis::Client, base: &str) -> String {
-    let name = unique(base);
-    k.create_stream()
-        .stream_name(&name)
-        .shard_count(1)
-        .send()
-        .await
-        .expect("create stream");
-    let d = k
-        .describe_stream_summary()
-        .stream_name(&name)
-        .send()
-        .await
-        .expect("describe stream");
-    d.stream_description_summary()
-        .expect("summary")
-        .stream_arn()
-        .to_owned()
-}
-
-/// Put records (partition key, data) in order; their sequence numbers.
-async fn put(k: &aws_sdk_kinesis::Client, arn: &str, records: &[(String, Vec<u8>)]) -> Vec<String> {
-    let mut seqs = Vec::new();
-    for (pk, data) in records {
-        let out = k
-            .put_record()
-            .stream_arn(arn)
-            .partition_key(pk)
-            .data(Blob::new(data.clone()))
-            .send()
-            .await
-            .expect("put record");
-        seqs.push(out.sequence_number().to_owned());
-    }
-    seqs
-}
-
-const SHARD: &str = "shardId-000000000000";
 
 /// The shard's records as Lambda delivers them: a Kinesis event.
 async fn lambda_event(
@@ -130,31 +75,6 @@ async fn lambda_event(
         })
         .collect();
     serde_json::from_value(json!({ "Records": records })).expect("a Kinesis event")
-}
-
-/// The on-failure record Lambda writes for a range it gives up on.
-fn batch_info(arn: &str, shard: &str, start: &str, end: &str, size: usize) -> String {
-    json!({
-        "requestContext": {
-            "requestId": "c9b8fa9f-5a7f-4e0f-af9c-0c604cde93a5",
-            "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:kinesis-to-sqs",
-            "condition": "RetryAttemptsExhausted",
-            "approximateInvokeCount": 11
-        },
-        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-        "version": "1.0",
-        "timestamp": "2026-11-30T10:38:06.021Z",
-        "KinesisBatchInfo": {
-            "shardId": shard,
-            "startSequenceNumber": start,
-            "endSequenceNumber": end,
-            "approximateArrivalOfFirstRecord": "2026-11-30T10:38:04.835Z",
-            "approximateArrivalOfLastRecord": "2026-11-30T10:38:05.580Z",
-            "batchSize": size,
-            "streamArn": arn
-        }
-    })
-    .to_string()
 }
 
 fn config(vars: &[(&str, &str)]) -> Config {
@@ -226,76 +146,6 @@ async fn failed_run(event: KinesisEvent) -> Vec<String> {
         .iter()
         .filter_map(|f| f.item_identifier.clone())
         .collect()
-}
-
-async fn send_entry(failure_queue: &str, body: &str) {
-    client()
-        .send_message()
-        .queue_url(failure_queue)
-        .message_body(body)
-        .send()
-        .await
-        .expect("entry into the on-failure queue");
-}
-
-/// Visible and in-flight messages of a queue.
-async fn depth(url: &str) -> (usize, usize) {
-    let out = client()
-        .get_queue_attributes()
-        .queue_url(url)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
-        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
-        .send()
-        .await
-        .expect("queue attributes");
-    let get = |name| {
-        out.attributes()
-            .and_then(|a| a.get(&name))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (
-        get(QueueAttributeName::ApproximateNumberOfMessages),
-        get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
-    )
-}
-
-/// The binary with the variables a deployment gives it, and nothing else
-/// from this process's environment.
-fn replay_command(target: &str, failure_queue: &str, extra: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_replay"));
-    cmd.env_clear()
-        .env("AWS_ENDPOINT_URL", endpoint())
-        .env("AWS_ACCESS_KEY_ID", "test")
-        .env("AWS_SECRET_ACCESS_KEY", "test")
-        .env("AWS_REGION", "us-east-1")
-        .env("QUEUE_URL", target)
-        .env("FAILURE_QUEUE_URL", failure_queue)
-        .env("RETRY_BASE_DELAY_MS", "1")
-        .env("RETRY_MAX_DELAY_MS", "5")
-        .env("RUST_LOG", "info");
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-fn replay(
-    target: &str,
-    failure_queue: &str,
-    args: &[&str],
-    extra: &[(&str, &str)],
-) -> (Output, String) {
-    let out = replay_command(target, failure_queue, extra)
-        .args(args)
-        .output()
-        .expect("run the replay binary");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!(
-        "--- replay {args:?} stdout:\n{stdout}--- stderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, stdout)
 }
 
 fn body_bytes(m: &aws_sdk_sqs::types::Message) -> Vec<u8> {
@@ -397,7 +247,7 @@ async fn a_batch_denied_by_the_target_is_replayed_once_the_target_allows_it() {
     assert!(stdout.contains(": would replay: "), "{stdout}");
     assert!(
         stdout.contains(&format!(
-            "replay (dry run): 1 entries: 1 would be replayed, 0 expired, 0 failed, 0 unreadable; would send {} Kinesis records, {messages} messages in all (0 offloaded to S3); nothing sent, nothing deleted",
+            "replay (dry run): 1 entries: 1 would be replayed, 0 expired, 0 failed, 0 unreadable, 0 from other sources; would send {} Kinesis records, {messages} messages in all (0 offloaded to S3); nothing sent, nothing deleted",
             records.len()
         )),
         "{stdout}"
@@ -603,13 +453,14 @@ async fn ranges_the_stream_no_longer_has_are_reported_and_kept() {
             "the stream no longer has the records of {SHARD} from 0 to before {}",
             seqs[0]
         )) && l.contains("1 of the batch's 4 records are lost")
-            && l.contains("3 of 3 records read from the stream sent")),
+            && l.contains("3 of 3 records read from the stream sent")
+            && l.contains("; kept, narrowed to what is lost")),
         "{stdout}"
     );
     assert!(
         expired
             .iter()
-            .all(|l| l.contains("; kept (run with --delete-expired"))
+            .all(|l| l.contains("; kept") && l.contains("(run with --delete-expired"))
     );
     assert!(stdout.contains("3 expired, 0 failed"), "{stdout}");
     assert_eq!(
@@ -691,7 +542,7 @@ async fn a_replay_killed_midway_runs_again_without_loss() {
     let (out, stdout) = replay(&target, &failure_queue, &["--records-per-call", "5"], &[]);
     assert!(out.status.success(), "{:?}", out.status);
     assert!(
-        stdout.contains("0 expired, 0 failed, 0 unreadable"),
+        stdout.contains("0 expired, 0 failed, 0 unreadable, 0 from other sources"),
         "{stdout}"
     );
     assert_eq!(depth(&failure_queue).await, (0, 0), "every entry deleted");
@@ -782,7 +633,9 @@ async fn an_s3_event_is_forwarded_as_s3_to_sqs_would_and_garbage_is_kept() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("1 replayed and deleted, 0 expired, 0 failed, 1 unreadable"),
+        stdout.contains(
+            "1 replayed and deleted, 0 expired, 0 failed, 1 unreadable, 0 from other sources"
+        ),
         "{stdout}"
     );
     assert_eq!(

@@ -99,6 +99,7 @@ fn range(start: &str, end: Option<&str>, size: Option<u64>) -> KinesisRange {
         end: end.map(str::to_owned),
         batch_size: size,
         condition: None,
+        sent_before: None,
     }
 }
 

@@ -1,9 +1,11 @@
-//! Reading a queue: receive, delete, hide and release messages.
+//! Reading a queue: receive, delete, hide and release messages, and put one
+//! back.
 //!
 //! The forwarder itself only sends. Reading is for tools that take messages
 //! back out of a queue, such as the replay tool that works through the
 //! on-failure queue: it receives an entry, keeps it hidden while it works on
-//! it, and deletes it only once all it stands for was forwarded.
+//! it, and deletes it only once all it stands for was forwarded (or, when
+//! part of it is lost for good, puts back an entry for that part only).
 //!
 //! Unlike the sending client, this one keeps the SDK's standard retries: a
 //! receive or a delete that is throttled is simply tried again.
@@ -163,6 +165,21 @@ impl QueueReader {
     /// Make a received message visible again at once.
     pub async fn release(&self, receipt_handle: &str) -> Result<(), ReceiveError> {
         self.hide(receipt_handle, Duration::ZERO).await
+    }
+
+    /// Put a message with `body` into the queue; its message id. No group
+    /// or deduplication id is set: this is for standard queues (Lambda's
+    /// on-failure destinations are).
+    pub async fn send(&self, body: &str) -> Result<String, ReceiveError> {
+        let out = self
+            .client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| self.error("SendMessage", &e))?;
+        Ok(out.message_id().unwrap_or_default().to_owned())
     }
 
     /// `ApproximateNumberOfMessages`: how many messages are visible.
