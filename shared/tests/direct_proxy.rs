@@ -114,13 +114,15 @@ fn hidden_proxy(credentials: Option<(&str, &str)>) -> TestProxy {
     TestProxy::start(&[(HIDDEN, "127.0.0.1")], credentials).expect("proxy starts")
 }
 
-/// `n` requests of `method` to `target`, none refused, with `authorization`.
+/// `n` requests of `method` to `target`, none refused, with `authorization`
+/// (a `POST`: a `SendMessageBatch`).
 fn carried(n: usize, method: &str, target: &str, authorization: Option<&str>) -> Vec<ProxyRequest> {
     vec![
         ProxyRequest {
             method: method.into(),
             target: target.into(),
             authorization: authorization.map(str::to_owned),
+            amz_target: (method == "POST").then(|| "AmazonSQS.SendMessageBatch".to_owned()),
             refused: false,
         };
         n

@@ -22,6 +22,9 @@ pub struct ProxyRequest {
     pub target: String,
     /// Its `Proxy-Authorization` header, if any.
     pub authorization: Option<String>,
+    /// The `X-Amz-Target` header of a forwarded request (the AWS action;
+    /// inside a tunnel the proxy sees none).
+    pub amz_target: Option<String>,
     /// Whether the proxy refused it (`407`: wrong or missing credentials;
     /// `502`: no connection to the destination).
     pub refused: bool,
@@ -129,6 +132,7 @@ async fn serve(client: TcpStream, settings: Arc<Settings>, seen: Arc<Mutex<Vec<P
         method: method.clone(),
         target: target.clone(),
         authorization: authorization.clone(),
+        amz_target: header("x-amz-target"),
         refused: false,
     };
     let answer = |status: &str| {
@@ -191,18 +195,21 @@ async fn serve(client: TcpStream, settings: Arc<Settings>, seen: Arc<Mutex<Vec<P
             }
         }
         Some(path) => {
-            // The request in origin form, without the proxy's own headers.
+            // The request in origin form, without the proxy's own headers,
+            // and the connection closed after it: one request per connection,
+            // so that each is seen here.
             let mut out = format!("{method} {path} HTTP/1.1\r\n");
             for h in &head[1..] {
                 let name = h.split(':').next().unwrap_or_default().trim();
-                if !name.eq_ignore_ascii_case("proxy-authorization")
-                    && !name.eq_ignore_ascii_case("proxy-connection")
+                if !["proxy-authorization", "proxy-connection", "connection"]
+                    .iter()
+                    .any(|n| name.eq_ignore_ascii_case(n))
                 {
                     out.push_str(h);
                     out.push_str("\r\n");
                 }
             }
-            out.push_str("\r\n");
+            out.push_str("Connection: close\r\n\r\n");
             if upstream.write_all(out.as_bytes()).await.is_err() {
                 return;
             }
