@@ -25,6 +25,7 @@ use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::Config;
 use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::test_support::TestProxy;
 
 mod common;
 
@@ -558,8 +559,9 @@ async fn a_replay_killed_midway_runs_again_without_loss() {
     assert_eq!(bodies, want, "every record once, none lost");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_s3_event_is_forwarded_as_s3_to_sqs_would_and_garbage_is_kept() {
+/// An object of three NDJSON lines in a new bucket, and the on-failure
+/// entry of an s3-to-sqs run that gave up on it.
+async fn s3_failure_entry() -> Value {
     let s3 = {
         let conf = aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
@@ -589,7 +591,7 @@ async fn an_s3_event_is_forwarded_as_s3_to_sqs_would_and_garbage_is_kept() {
         .await
         .expect("put object");
     let etag = put.e_tag().expect("etag").trim_matches('"').to_owned();
-    let record = json!({
+    json!({
         "version": "1.0",
         "timestamp": "2026-11-30T10:16:05.568Z",
         "requestContext": {
@@ -613,7 +615,12 @@ async fn an_s3_event_is_forwarded_as_s3_to_sqs_would_and_garbage_is_kept() {
         }]},
         "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
         "responsePayload": {"errorType": "S3ToSqs.NotForwarded", "errorMessage": "..."}
-    });
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_s3_event_is_forwarded_as_s3_to_sqs_would_and_garbage_is_kept() {
+    let record = s3_failure_entry().await;
     let failure_queue = create_queue(&client(), "replay-failures", &[]).await;
     let target = create_queue(&client(), "replay-target", &[]).await;
     send_entry(&failure_queue, &record.to_string()).await;
@@ -644,6 +651,43 @@ async fn an_s3_event_is_forwarded_as_s3_to_sqs_would_and_garbage_is_kept() {
         "only the garbage is left"
     );
     let got = drain(&client(), &target, 4).await;
+    let mut bodies: Vec<&str> = got.iter().map(|m| m.body().expect("body")).collect();
+    bodies.sort();
+    assert_eq!(bodies, ["{\"order\":1}", "{\"order\":2}", "{\"order\":3}"]);
+}
+
+/// Behind an HTTP proxy (`HTTP_PROXY`) the replay's sends, made by the
+/// direct client, go through it, as its SDK calls (the on-failure queue,
+/// the object) do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_behind_an_http_proxy_sends_through_it() {
+    let record = s3_failure_entry().await;
+    let failure_queue = create_queue(&client(), "replay-proxy-failures", &[]).await;
+    let target = create_queue(&client(), "replay-proxy-target", &[]).await;
+    send_entry(&failure_queue, &record.to_string()).await;
+    let proxy = TestProxy::start(&[], None).expect("proxy starts");
+    let url = proxy.url();
+    let env = [
+        ("MODE", "lines"),
+        ("S3_FORCE_PATH_STYLE", "true"),
+        ("HTTP_PROXY", url.as_str()),
+    ];
+    let (out, stdout) = replay(&target, &failure_queue, &[], &env);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let seen = proxy.seen();
+    let action = |name: &str| {
+        seen.iter()
+            .filter(|r| r.amz_target.as_deref() == Some(name))
+            .count()
+    };
+    assert!(action("AmazonSQS.SendMessageBatch") >= 1, "{seen:?}");
+    assert!(action("AmazonSQS.ReceiveMessage") >= 1, "{seen:?}");
+    assert!(
+        seen.iter().any(|r| r.method == "GET"),
+        "the object: {seen:?}"
+    );
+    assert!(seen.iter().all(|r| !r.refused), "{seen:?}");
+    let got = drain(&client(), &target, 3).await;
     let mut bodies: Vec<&str> = got.iter().map(|m| m.body().expect("body")).collect();
     bodies.sort();
     assert_eq!(bodies, ["{\"order\":1}", "{\"order\":2}", "{\"order\":3}"]);

@@ -4,10 +4,12 @@
 //! never carry it.
 
 pub mod fake_sqs;
+pub mod http_proxy;
 
 use crate::env::{Allowed, Variable};
 
 pub use fake_sqs::{Attempt, Call, FakeSqs, Reply, Seen};
+pub use http_proxy::{ProxyRequest, TestProxy};
 
 /// Cases for a fuzz-style property test: `PROPTEST_CASES` when set (for
 /// long runs), else `default` (a short smoke in the normal test run).

@@ -8,147 +8,16 @@
 //! `SSL_CERT_FILE` is read once per process, so each case runs this test
 //! binary again as a child with its own environment.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 mod direct_common;
 
 use direct_common::items;
+use direct_common::tls::{certificates, start_server};
 use sqs_forwarder::SqsTransport;
 use sqs_forwarder::transport::{EntryResult, Transport};
 
 const CHILD: &str = "DIRECT_TLS_TEST_ENDPOINT";
-
-/// An HTTPS endpoint answering every SendMessageBatch with every entry sent.
-const SERVER: &str = r#"
-import http.server, json, ssl, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        ok = [{"Id": e["Id"], "MessageId": "m" + e["Id"], "MD5OfMessageBody": "x"} for e in body["Entries"]]
-        out = json.dumps({"Successful": ok, "Failed": []}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-    def log_message(self, *a):
-        pass
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(sys.argv[1], sys.argv[2])
-s.socket = ctx.wrap_socket(s.socket, server_side=True)
-print(s.server_address[1], flush=True)
-s.serve_forever()
-"#;
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn openssl(args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A certificate authority named `name` in `dir` and a `localhost`
-/// certificate it signed: (the authority's certificate, the leaf's
-/// certificate, the leaf's key).
-fn certificates(dir: &Path, name: &str) -> (String, String, String) {
-    let path = |file: &str| {
-        dir.join(format!("{name}-{file}"))
-            .to_string_lossy()
-            .into_owned()
-    };
-    let (ca, ca_key, leaf, leaf_key, csr, ext) = (
-        path("ca.pem"),
-        path("ca.key"),
-        path("leaf.pem"),
-        path("leaf.key"),
-        path("leaf.csr"),
-        path("leaf.ext"),
-    );
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-    ];
-    openssl(
-        &[
-            &["req", "-x509"][..],
-            &ec,
-            &["-days", "1", "-subj", &format!("/CN={name} test CA")],
-            &[
-                "-addext",
-                "basicConstraints=critical,CA:TRUE",
-                "-addext",
-                "keyUsage=critical,keyCertSign",
-            ],
-            &["-keyout", &ca_key, "-out", &ca],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req"][..],
-            &ec,
-            &["-subj", "/CN=localhost", "-keyout", &leaf_key, "-out", &csr],
-        ]
-        .concat(),
-    );
-    std::fs::write(
-        &ext,
-        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("extensions file");
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        &csr,
-        "-CA",
-        &ca,
-        "-CAkey",
-        &ca_key,
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-extfile",
-        &ext,
-        "-out",
-        &leaf,
-    ]);
-    (ca, leaf, leaf_key)
-}
-
-fn start_server(cert: &str, key: &str) -> (Server, u16) {
-    let mut child = Command::new("python3")
-        .args(["-c", SERVER, cert, key])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("port line");
-    let port = line.trim().parse().expect("a port");
-    (Server(child), port)
-}
 
 /// Runs `case` in a child process with `SSL_CERT_FILE=roots`, against
 /// `endpoint`; the child's exit status.
@@ -211,9 +80,9 @@ fn https_with_the_system_roots() {
     }
     let dir = std::env::temp_dir().join(format!("direct-tls-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let (ca, leaf, key) = certificates(&dir, "endpoint");
-    let (other_ca, _, _) = certificates(&dir, "other");
-    let (_server, port) = start_server(&leaf, &key);
+    let (ca, leaf, key) = certificates(&dir, "endpoint", "localhost");
+    let (other_ca, _, _) = certificates(&dir, "other", "localhost");
+    let (_server, port) = start_server(Some((&leaf, &key)));
     let endpoint = format!("https://localhost:{port}");
 
     let trusted = run_child("child_sends_over_tls", &ca, &endpoint);

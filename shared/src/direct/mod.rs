@@ -36,10 +36,13 @@
 //!   default). No retries at this level, as the SDK client has them off
 //!   (the forwarder retries per entry itself); `CALL_TIMEOUT_MS` bounds each
 //!   call from outside, as for the SDK path, and an operation or attempt
-//!   timeout set in the SDK configuration bounds it from inside.
+//!   timeout set in the SDK configuration bounds it from inside. The
+//!   environment's HTTP proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+//!   `NO_PROXY`) is used as the SDK's client uses it ([`proxy`]).
 
 mod connect;
 pub mod credentials;
+pub mod proxy;
 mod sign;
 pub mod wire;
 
@@ -108,8 +111,20 @@ impl DirectClient {
     /// [`crate::queue::sqs_client_for`] builds it) and the credentials
     /// provider and endpoint settings of `sdk`. Resolves the endpoint and
     /// loads the TLS roots (for `https`) now; [`DirectClient::prefetch`]
-    /// fetches the first credentials.
+    /// fetches the first credentials. Calls go through the HTTP proxy of the
+    /// environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`), as
+    /// the SDK client's ([`proxy`]).
     pub fn new(sdk: &aws_config::SdkConfig, sqs: &aws_sdk_sqs::Client) -> Result<Self, SetupError> {
+        Self::with_proxy(sdk, sqs, &proxy::from_env())
+    }
+
+    /// [`DirectClient::new`] with the proxy settings `proxy` instead of the
+    /// environment's (`Matcher::builder().build()`: no proxy).
+    pub fn with_proxy(
+        sdk: &aws_config::SdkConfig,
+        sqs: &aws_sdk_sqs::Client,
+        proxy: &hyper_util::client::proxy::matcher::Matcher,
+    ) -> Result<Self, SetupError> {
         let conf = sqs.config();
         let region = conf
             .region()
@@ -154,8 +169,7 @@ impl DirectClient {
                     (a, b) => a.or(b),
                 },
             );
-        let https = endpoint.scheme_str() == Some("https");
-        let http = http_client(https, connect_timeout)?;
+        let http = http_client(&endpoint, connect_timeout, proxy)?;
         let client = DirectClient {
             http,
             signer: Signer::new(&endpoint, &region),

@@ -1,10 +1,13 @@
 //! What the direct client's test binaries share (`direct_client.rs`,
-//! `direct_signature.rs`, `direct_tls.rs`): the AWS settings of a fake
-//! endpoint and a batch whose entries carry what the wire format must
+//! `direct_signature.rs`, `direct_tls.rs`, `direct_proxy.rs`): the AWS
+//! settings of a fake endpoint (and, in `tls`, a stand-in endpoint and its
+//! certificates) and a batch whose entries carry what the wire format must
 //! carry (escapes, control characters, emoji, the three attribute types,
 //! FIFO group and deduplication ids).
 
 #![allow(dead_code)] // each test binary uses its part
+
+pub mod tls;
 
 use std::sync::Arc;
 
