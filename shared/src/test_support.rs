@@ -4,6 +4,7 @@
 //! never carry it.
 
 pub mod fake_sqs;
+pub mod runtime_api;
 
 use crate::env::{Allowed, Variable};
 
