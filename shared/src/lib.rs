@@ -96,6 +96,7 @@ pub mod encode;
 pub mod env;
 pub mod error;
 pub mod fifo_id;
+pub mod init_error;
 pub mod limits;
 pub mod message;
 pub mod metrics;

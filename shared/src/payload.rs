@@ -10,6 +10,12 @@
 //! the event read again with the path kept, so a malformed event still
 //! fails naming the field at fault, as lambda_runtime's own error does:
 //! `[Records[1].kinesis.data] invalid value: ...`.
+//!
+//! [`Checked`] reads the same way but keeps a malformed event as its error
+//! instead of failing the runtime's deserialization: lambda_runtime reports
+//! a payload it cannot deserialize with the error type
+//! `lambda_runtime::deserializer::DeserializeError`, and a function that
+//! documents its own (`KinesisToSqs.InvalidEvent`) must fail with it itself.
 
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
@@ -25,6 +31,22 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Payload<T> {
         // Borrowed from the invocation's body: the event is not copied.
         let raw = <&'de RawValue>::deserialize(d)?;
         read(raw.get()).map(Payload).map_err(D::Error::custom)
+    }
+}
+
+/// An event of type `T`, or why the invocation's JSON is not one (the
+/// message [`read`] gives): the payload type to give lambda_runtime
+/// (`LambdaEvent<Checked<T>>`) when a malformed event must fail with the
+/// function's own error. Reading it fails only when the payload is not JSON
+/// at all, which Lambda never sends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked<T>(pub Result<T, String>);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Checked<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Borrowed from the invocation's body: the event is not copied.
+        let raw = <&'de RawValue>::deserialize(d)?;
+        Ok(Checked(read(raw.get())))
     }
 }
 
@@ -107,6 +129,20 @@ mod tests {
         let want: Event = serde_json::from_str(text).expect("plain");
         assert_eq!(got.0, want);
         assert_eq!(got.0.records[0].id, "aé\"");
+    }
+
+    #[test]
+    fn a_checked_event_keeps_a_malformed_one_as_its_error() {
+        let good = r#"{"Records":[{"id":"a","n":1}]}"#;
+        let got: Checked<Event> = as_the_runtime_reads(good).expect("read");
+        assert_eq!(got.0, Ok(serde_json::from_str(good).expect("plain")));
+        let got: Checked<Event> =
+            as_the_runtime_reads(r#"{"Records":[{"id":"a","n":1},{"id":"b","n":"two"}]}"#)
+                .expect("read, malformed or not");
+        let e = got.0.expect_err("malformed");
+        assert!(e.starts_with("[Records[1].n] invalid type"), "{e}");
+        let got: Checked<Event> = as_the_runtime_reads("[1]").expect("read");
+        assert!(got.0.is_err());
     }
 
     #[test]

@@ -22,8 +22,10 @@
 //! multi-thread runtime spent more CPU handing tasks between its threads
 //! than it saved (`bench/README.md`, "What the third round changed").
 //!
-//! A start that fails ends the process with [`INIT_FAILED`] (2) and the
-//! reason on stderr, which fails the Lambda init with that line in the log.
+//! A start that fails is reported to Lambda's runtime API as an init error
+//! of the function's own type ([`crate::init_error`]:
+//! `<ColdStart::ERROR_PREFIX>.InvalidConfiguration` or `.StartFailed`), then
+//! ends the process with [`INIT_FAILED`] (2) and the reason on stderr.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -230,6 +232,11 @@ pub trait ColdStart: Sized + Sync + 'static {
     /// prefix of a failed start's message.
     const SERVICE: &'static str;
 
+    /// The prefix of the function's Lambda error types (`S3ToSqs`): every
+    /// `errorType` it reports is `<prefix>.<kind>`, a failed start's
+    /// included ([`crate::init_error`]).
+    const ERROR_PREFIX: &'static str;
+
     /// Log directives (`target=level`) held whatever `RUST_LOG` says, for a
     /// dependency that logs what must not be shown; [`main`] adds them
     /// before anything installs the log filter
@@ -247,9 +254,10 @@ pub trait ColdStart: Sized + Sync + 'static {
 /// process's life.
 ///
 /// A start that fails logs why, prints `<service>: cannot start: <reason>`
-/// to stderr and ends with [`INIT_FAILED`], which fails the Lambda init with
-/// that line in the function's log. A runtime that stops with an error ends
-/// with exit code 1.
+/// to stderr, reports the reason to the runtime API as an init error
+/// (`<prefix>.InvalidConfiguration` for a bad value, `<prefix>.StartFailed`
+/// otherwise; only when `AWS_LAMBDA_RUNTIME_API` is set) and ends with
+/// [`INIT_FAILED`]. A runtime that stops with an error ends with exit code 1.
 pub async fn main<F, R, E>(run: impl FnOnce(&'static F) -> R) -> ExitCode
 where
     F: ColdStart,
@@ -261,8 +269,15 @@ where
         // Kept for the life of the process, as the runtime's loop is.
         Ok(f) => Box::leak(Box::new(f)),
         Err(e) => {
-            tracing::error!(error = %e, "cold start failed");
+            let error_type = crate::init_error::error_type(F::ERROR_PREFIX, &*e);
+            tracing::error!(error = %e, error_type, "cold start failed");
             eprintln!("{}: cannot start: {e}", F::SERVICE);
+            if let Ok(api) = std::env::var("AWS_LAMBDA_RUNTIME_API") {
+                let message = e.to_string();
+                if let Err(why) = crate::init_error::report(&api, &error_type, &message).await {
+                    eprintln!("{}: cannot report the init error: {why}", F::SERVICE);
+                }
+            }
             return ExitCode::from(INIT_FAILED);
         }
     };

@@ -5,6 +5,7 @@
 
 pub mod fake_sqs;
 pub mod http_proxy;
+pub mod runtime_api;
 
 use crate::env::{Allowed, Variable};
 

@@ -11,10 +11,24 @@
 //! with characters a URI cannot hold, or a URI longer than `http` allows
 //! panics the same way.
 //! [`RefuseUndecodable`] wraps that adapter: an event whose body does not
-//! decode gets a `400 InvalidBody`, one whose URI cannot be formed a `400
-//! InvalidRequest`, in the answer format of the API that sent it, and
-//! neither reaches the adapter. [`unbuildable_uri`] forms the URI exactly as
-//! `lambda_http` 1.3 does (`build_request_uri`), without panicking.
+//! decode gets a `400 InvalidBody`, in the answer format of the API that
+//! sent it, and does not reach the adapter. [`unbuildable_uri`] forms the
+//! URI exactly as `lambda_http` 1.3 does (`build_request_uri`), without
+//! panicking. The function needs no host or scheme (it routes on the raw
+//! path), so when only they cannot form a URI (a placeholder host such as
+//! `1234567890.execute-api.{dns_suffix}`, as `sam local generate-event` and
+//! console test events carry) they are left out of the URI
+//! ([`leave_out_host`]) and the request is served; a path or query string
+//! that cannot form one still gets a `400 InvalidRequest`.
+//!
+//! The event itself is read as an [`HttpEvent`], which never fails on JSON:
+//! an API Gateway-shaped event (an object with a `requestContext`) that
+//! `lambda_http` cannot read (a REST API event without
+//! `requestContext.httpMethod`, say) gets a `400 InvalidEvent` rather than
+//! an invocation error, which API Gateway would answer with a 502; any other
+//! event (an S3 notification sent to the wrong function) fails the
+//! invocation with the error type `ApigwToSqs.InvalidEvent`
+//! ([`NotAnHttpEvent`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +37,8 @@ use std::task::{Context, Poll};
 use base64::Engine as _;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{LambdaEvent, Service};
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 
 use crate::reject::Rejection;
 
@@ -114,6 +129,119 @@ pub fn unbuildable_uri(event: &LambdaRequest) -> Option<Rejection> {
     }
 }
 
+/// Leave the host out of the URI `lambda_http` forms: the `Host` header of
+/// the single-value headers (a REST API event keeps it in its multi-value
+/// headers, which become the request's) and the domain name. An HTTP API or
+/// function URL event has single-value headers only: its request then has
+/// no `Host` header (the function uses none, unless `ATTRIBUTE_HEADERS`
+/// names it).
+pub fn leave_out_host(event: &mut LambdaRequest) {
+    match event {
+        LambdaRequest::ApiGatewayV1(r) => {
+            r.headers.remove(lambda_http::http::header::HOST);
+            r.request_context.domain_name = None;
+        }
+        LambdaRequest::ApiGatewayV2(r) => {
+            r.headers.remove(lambda_http::http::header::HOST);
+            r.request_context.domain_name = None;
+        }
+        _ => {}
+    }
+}
+
+/// An event as the function reads it: a request `lambda_http` can take, an
+/// API Gateway-shaped event it cannot (answered `400 InvalidEvent`), or no
+/// HTTP event at all (the invocation fails, [`NotAnHttpEvent`]). Reading it
+/// fails only on a payload that is not JSON, which Lambda never sends.
+#[derive(Debug)]
+pub enum HttpEvent {
+    /// A request from API Gateway or a function URL.
+    Request(Box<LambdaRequest>),
+    /// An object with a `requestContext` that is no request `lambda_http`
+    /// reads.
+    Malformed {
+        /// Whether it says `"version": "2.0"` (answered in that format).
+        v2: bool,
+        /// Why, naming the field at fault.
+        why: String,
+    },
+    /// Anything else.
+    NotHttp,
+}
+
+impl<'de> Deserialize<'de> for HttpEvent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = <&'de RawValue>::deserialize(d)?;
+        Ok(HttpEvent::read(raw.get()))
+    }
+}
+
+impl HttpEvent {
+    /// Read an event from its JSON text.
+    pub fn read(json: &str) -> HttpEvent {
+        if let Ok(request) = serde_json::from_str::<LambdaRequest>(json) {
+            return HttpEvent::Request(Box::new(request));
+        }
+        #[derive(Deserialize)]
+        struct Shape<'a> {
+            #[serde(rename = "requestContext", default, borrow)]
+            context: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            version: Option<&'a RawValue>,
+        }
+        let shape = serde_json::from_str::<Shape<'_>>(json).ok();
+        let Some(shape) = shape.filter(|s| s.context.is_some_and(|c| c.get().starts_with('{')))
+        else {
+            return HttpEvent::NotHttp;
+        };
+        let v2 = shape.version.is_some_and(|v| v.get() == r#""2.0""#);
+        // The reader of the payload it claims, for the field at fault.
+        let why = if v2 {
+            sqs_forwarder::payload::read::<
+                lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest,
+            >(json)
+            .err()
+        } else {
+            sqs_forwarder::payload::read::<
+                lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequest,
+            >(json)
+            .err()
+        };
+        HttpEvent::Malformed {
+            v2,
+            why: why.unwrap_or_else(|| "not a request lambda_http reads".into()),
+        }
+    }
+}
+
+/// An invocation whose event is no HTTP event at all: the function has no
+/// HTTP answer to give. Lambda gets the error type `ApigwToSqs.InvalidEvent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAnHttpEvent;
+
+impl std::fmt::Display for NotAnHttpEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not an API Gateway or function URL event (no requestContext object): this function takes REST API, HTTP API and function URL requests")
+    }
+}
+
+impl std::error::Error for NotAnHttpEvent {}
+
+impl From<std::convert::Infallible> for NotAnHttpEvent {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
+impl From<NotAnHttpEvent> for lambda_http::lambda_runtime::Diagnostic {
+    fn from(e: NotAnHttpEvent) -> Self {
+        lambda_http::lambda_runtime::Diagnostic {
+            error_type: format!("{}.InvalidEvent", crate::ERROR_PREFIX),
+            error_message: e.to_string(),
+        }
+    }
+}
+
 /// `lambda_http`'s `apigw_path_with_stage`: the stage in front of the path,
 /// unless it is `$default`, already there, or
 /// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set.
@@ -143,17 +271,22 @@ pub enum Answer<R> {
 /// The refusal, as the answer of a REST API (payload 1.0) or an HTTP API or
 /// function URL (payload 2.0).
 pub fn refusal(event: &LambdaRequest, r: &Rejection) -> serde_json::Value {
+    refusal_as(!matches!(event, LambdaRequest::ApiGatewayV1(_)), r)
+}
+
+/// The refusal in payload format 2.0 (`v2`) or 1.0.
+fn refusal_as(v2: bool, r: &Rejection) -> serde_json::Value {
     let body = serde_json::json!({"error": {"code": r.code, "message": r.message}}).to_string();
     let status = r.status.as_u16();
-    match event {
-        LambdaRequest::ApiGatewayV1(_) => serde_json::json!({
+    match v2 {
+        false => serde_json::json!({
             "statusCode": status,
             "headers": {"content-type": "application/json"},
             "multiValueHeaders": {"content-type": ["application/json"]},
             "body": body,
             "isBase64Encoded": false,
         }),
-        _ => serde_json::json!({
+        true => serde_json::json!({
             "statusCode": status,
             "headers": {"content-type": "application/json"},
             "body": body,
@@ -164,8 +297,9 @@ pub fn refusal(event: &LambdaRequest, r: &Rejection) -> serde_json::Value {
 }
 
 /// Wraps `lambda_http`'s adapter (or any service of raw HTTP events):
-/// events whose body cannot be decoded or whose URI cannot be formed are
-/// answered here.
+/// events whose body cannot be decoded, whose path or query cannot form a
+/// URI, or that are malformed are answered here; a host or scheme that
+/// cannot form a URI is left out of it.
 #[derive(Debug, Clone)]
 pub struct RefuseUndecodable<S> {
     inner: S,
@@ -178,32 +312,64 @@ impl<S> RefuseUndecodable<S> {
     }
 }
 
-impl<S> Service<LambdaEvent<LambdaRequest>> for RefuseUndecodable<S>
+impl<S> Service<LambdaEvent<HttpEvent>> for RefuseUndecodable<S>
 where
     S: Service<LambdaEvent<LambdaRequest>>,
     S::Future: Unpin,
+    S::Error: Into<NotAnHttpEvent>,
 {
     type Response = Answer<S::Response>;
-    type Error = S::Error;
+    type Error = NotAnHttpEvent;
     type Future = Guarded<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, event: LambdaEvent<LambdaRequest>) -> Self::Future {
-        match undecodable_body(&event.payload).or_else(|| unbuildable_uri(&event.payload)) {
-            Some(r) => {
-                tracing::info!(
-                    request_id = event.context.request_id,
-                    status = r.status.as_u16(),
-                    code = r.code,
-                    "request refused"
+    fn call(&mut self, event: LambdaEvent<HttpEvent>) -> Self::Future {
+        let LambdaEvent { payload, context } = event;
+        let refused = |v2: bool, r: Rejection| {
+            tracing::info!(
+                request_id = context.request_id,
+                status = r.status.as_u16(),
+                code = r.code,
+                message = %r.message,
+                "request refused"
+            );
+            Guarded::Refused(Some(refusal_as(v2, &r)))
+        };
+        let mut request = match payload {
+            HttpEvent::Request(request) => *request,
+            HttpEvent::Malformed { v2, why } => {
+                let r = Rejection::bad_request(
+                    "InvalidEvent",
+                    format!(
+                        "the event is not a request API Gateway or a function URL sends: {why}"
+                    ),
                 );
-                Guarded::Refused(Some(refusal(&event.payload, &r)))
+                return refused(v2, r);
             }
-            None => Guarded::Inner(self.inner.call(event)),
+            HttpEvent::NotHttp => {
+                tracing::error!(request_id = context.request_id, error = %NotAnHttpEvent, "failing the invocation");
+                return Guarded::Failed;
+            }
+        };
+        let v2 = !matches!(request, LambdaRequest::ApiGatewayV1(_));
+        if let Some(r) = undecodable_body(&request) {
+            return refused(v2, r);
         }
+        if let Some(r) = unbuildable_uri(&request) {
+            leave_out_host(&mut request);
+            if unbuildable_uri(&request).is_some() {
+                return refused(v2, r);
+            }
+            tracing::info!(
+                request_id = context.request_id,
+                why = %r.message,
+                "the host (or scheme) cannot form a URI: left out of it"
+            );
+        }
+        Guarded::Inner(self.inner.call(LambdaEvent::new(request, context)))
     }
 }
 
@@ -214,20 +380,26 @@ pub enum Guarded<F> {
     Inner(F),
     /// Refused; the answer (taken when polled).
     Refused(Option<serde_json::Value>),
+    /// Not an HTTP event: the invocation fails.
+    Failed,
 }
 
 impl<F, R, E> Future for Guarded<F>
 where
     F: Future<Output = Result<R, E>> + Unpin,
+    E: Into<NotAnHttpEvent>,
 {
-    type Output = Result<Answer<R>, E>;
+    type Output = Result<Answer<R>, NotAnHttpEvent>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            Guarded::Inner(f) => Pin::new(f).poll(cx).map(|r| r.map(Answer::Handled)),
+            Guarded::Inner(f) => Pin::new(f)
+                .poll(cx)
+                .map(|r| r.map(Answer::Handled).map_err(Into::into)),
             Guarded::Refused(answer) => {
                 Poll::Ready(Ok(Answer::Refused(answer.take().unwrap_or_default())))
             }
+            Guarded::Failed => Poll::Ready(Err(NotAnHttpEvent)),
         }
     }
 }

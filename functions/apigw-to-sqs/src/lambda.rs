@@ -17,6 +17,7 @@ pub struct Lambda {
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
+    const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;

@@ -48,6 +48,11 @@ pub use lambda_http;
 /// The `Service` dimension of the metrics and the name in logs.
 pub const SERVICE: &str = "apigw-to-sqs";
 
+/// The prefix of the Lambda error types the function reports: only a failed
+/// start's (`ApigwToSqs.InvalidConfiguration`, `ApigwToSqs.StartFailed`);
+/// every request gets an HTTP answer.
+pub const ERROR_PREFIX: &str = "ApigwToSqs";
+
 /// Where a request goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {

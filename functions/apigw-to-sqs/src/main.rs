@@ -17,9 +17,11 @@ static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::A
 // spends the least CPU per record (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    // `lambda_http::run`, with events whose base64 body does not decode, or
-    // whose host, X-Forwarded-Proto, path and query string cannot form a
-    // URI, answered 400 before its adapter (which would panic on them).
+    // `lambda_http::run`, with events whose base64 body does not decode,
+    // whose path and query string cannot form a URI, or that are malformed,
+    // answered 400 before its adapter (which would panic on the first two,
+    // and fail the invocation on the last); a host or scheme that cannot
+    // form a URI is left out of it (see `apigw_to_sqs::event`).
     startup::main(|f: &'static Lambda| {
         let service = Adapter::from(service_fn(|r| handler(f, r)));
         lambda_runtime::run(RefuseUndecodable::new(service))

@@ -1,15 +1,20 @@
 //! Bad input for apigw-to-sqs: events whose base64 body does not decode,
-//! or whose host, `X-Forwarded-Proto`, path or query string cannot form a
-//! URI (both made `lambda_http` panic) are answered 400 in the API's own
-//! format; a Content-Length above `MAX_BODY_BYTES` is refused from the
-//! header alone; every variable's bad value names the variable, the value
-//! and what is allowed.
+//! or whose path or query string cannot form a URI (both made `lambda_http`
+//! panic) are answered 400 in the API's own format; a host or
+//! `X-Forwarded-Proto` that cannot form one (a placeholder host) is left
+//! out of the URI and the request served; an API Gateway event
+//! `lambda_http` cannot read (no `requestContext.httpMethod`) is a 400, an
+//! event that is no HTTP event fails the invocation; a Content-Length above
+//! `MAX_BODY_BYTES` is refused from the header alone; every variable's bad
+//! value names the variable, the value and what is allowed.
 
 use std::convert::Infallible;
 use std::future::poll_fn;
 use std::time::Duration;
 
-use apigw_to_sqs::event::{RefuseUndecodable, unbuildable_uri, undecodable_body};
+use apigw_to_sqs::event::{
+    HttpEvent, NotAnHttpEvent, RefuseUndecodable, unbuildable_uri, undecodable_body,
+};
 use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service, service_fn};
 use apigw_to_sqs::{Handler, Settings, VARIABLES};
@@ -41,10 +46,12 @@ fn sample(name: &str) -> Value {
 }
 
 /// The function's answer to a raw event, through the same services as
-/// `main.rs`: the base64 guard, then `lambda_http`'s adapter, then the
-/// handler. The answer as Lambda would return it to API Gateway.
-async fn answer(h: &Handler<FakeSqs>, event: &Value) -> Value {
-    let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
+/// `main.rs`: the event's JSON text read as the runtime reads it (an
+/// [`HttpEvent`]), the guard, then `lambda_http`'s adapter, then the
+/// handler. The answer as Lambda would return it to API Gateway, or the
+/// invocation's error.
+async fn invoke(h: &Handler<FakeSqs>, event: &Value) -> Result<Value, NotAnHttpEvent> {
+    let payload: HttpEvent = serde_json::from_str(&event.to_string()).expect("any JSON is read");
     let inner =
         service_fn(
             move |request: Request| async move { Ok::<_, Infallible>(h.handle(request).await) },
@@ -53,9 +60,13 @@ async fn answer(h: &Handler<FakeSqs>, event: &Value) -> Value {
     poll_fn(|cx| service.poll_ready(cx)).await.expect("ready");
     let response = service
         .call(LambdaEvent::new(payload, Context::default()))
-        .await
-        .expect("an answer");
-    serde_json::to_value(&response).expect("serializable")
+        .await?;
+    Ok(serde_json::to_value(&response).expect("serializable"))
+}
+
+/// [`invoke`]'s answer, which every HTTP event gets.
+async fn answer(h: &Handler<FakeSqs>, event: &Value) -> Value {
+    invoke(h, event).await.expect("an answer")
 }
 
 fn error_code(answer: &Value) -> String {
@@ -140,6 +151,79 @@ async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
             "rawQueryString",
             json!(long_query),
         ),
+        // A path over 64 KiB (with the host left out, still too long).
+        (
+            "apigw-rest-single.json",
+            "path",
+            json!(format!("/{}", "a".repeat(70_000))),
+        ),
+    ];
+    for (name, field, value) in cases {
+        let h = handler(&[]);
+        let event = with(sample(name), field, &value);
+        let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
+        assert!(
+            lambda_http_panics(&event),
+            "{name} {field}={value}: lambda_http builds this one; not a case"
+        );
+        let r = unbuildable_uri(&payload).expect("refused");
+        assert_eq!(r.code, "InvalidRequest");
+        let a = answer(&h, &event).await;
+        assert_eq!(a["statusCode"], 400, "{name} {field}: {a}");
+        assert_eq!(a["headers"]["content-type"], "application/json");
+        assert_eq!(error_code(&a), "InvalidRequest", "{a}");
+        assert_eq!(sent(&h), 0, "{name} {field}: nothing refused is sent");
+    }
+    // The samples as they are form their URIs: no refusal.
+    // (Placeholder hosts and schemes: `a_host_that_cannot_form_a_uri_is_left_out`.)
+    for name in [
+        "apigw-http-json-array.json",
+        "apigw-url-single-text.json",
+        "apigw-rest-base64-binary.json",
+    ] {
+        let payload: LambdaRequest = serde_json::from_value(sample(name)).expect("an HTTP event");
+        assert!(unbuildable_uri(&payload).is_none(), "{name}");
+        assert!(!lambda_http_panics(&sample(name)), "{name}");
+    }
+}
+
+/// `event` with `field` (`name` or `outer.inner`) set to `value`; a header
+/// also in the multi-value headers of a REST API event.
+fn with(mut event: Value, field: &str, value: &Value) -> Value {
+    match field.split_once('.') {
+        Some((outer, inner)) => {
+            event[outer][inner] = value.clone();
+            if outer == "headers" && event.get("multiValueHeaders").is_some() {
+                event["multiValueHeaders"][inner] = json!([value.clone()]);
+            }
+        }
+        None => event[field] = value.clone(),
+    }
+    event
+}
+
+#[tokio::test]
+async fn a_host_that_cannot_form_a_uri_is_left_out() {
+    // (sample, field to set, value): each made lambda_http's URI building
+    // panic, and each was a 400 InvalidRequest; forwarding needs no host.
+    let placeholder = json!("1234567890.execute-api.{dns_suffix}");
+    let cases: Vec<(&str, &str, Value)> = vec![
+        // What `sam local generate-event` and console test events carry.
+        (
+            "apigw-rest-single.json",
+            "headers.Host",
+            placeholder.clone(),
+        ),
+        (
+            "apigw-http-json-array.json",
+            "headers.host",
+            placeholder.clone(),
+        ),
+        (
+            "apigw-url-single-text.json",
+            "headers.host",
+            placeholder.clone(),
+        ),
         (
             "apigw-http-json-array.json",
             "headers.host",
@@ -160,7 +244,6 @@ async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
             "headers.x-forwarded-proto",
             json!(""),
         ),
-        // REST API (payload 1.0): host and scheme the same way.
         (
             "apigw-rest-base64-binary.json",
             "headers.host",
@@ -174,38 +257,79 @@ async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
     ];
     for (name, field, value) in cases {
         let h = handler(&[]);
-        let mut event = sample(name);
-        match field.split_once('.') {
-            Some((outer, inner)) => {
-                event[outer][inner] = value.clone();
-                if outer == "headers" && event.get("multiValueHeaders").is_some() {
-                    event["multiValueHeaders"][inner] = json!([value.clone()]);
-                }
-            }
-            None => event[field] = value.clone(),
+        let mut event = with(sample(name), field, &value);
+        if field.ends_with("ost") {
+            // The domain name the same placeholder, as in those events.
+            event["requestContext"]["domainName"] = value.clone();
         }
-        let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
         assert!(
             lambda_http_panics(&event),
             "{name} {field}={value}: lambda_http builds this one; not a case"
         );
-        let r = unbuildable_uri(&payload).expect("refused");
-        assert_eq!(r.code, "InvalidRequest");
+        let good = answer(&handler(&[]), &sample(name)).await;
         let a = answer(&h, &event).await;
-        assert_eq!(a["statusCode"], 400, "{name} {field}: {a}");
-        assert_eq!(a["headers"]["content-type"], "application/json");
-        assert_eq!(error_code(&a), "InvalidRequest", "{a}");
-        assert_eq!(sent(&h), 0, "{name} {field}: nothing refused is sent");
+        assert_eq!(
+            a["statusCode"], good["statusCode"],
+            "{name} {field}={value}: {a}"
+        );
+        assert_eq!(a["statusCode"], 202, "{name} {field}={value}: {a}");
+        assert!(sent(&h) > 0, "{name} {field}");
     }
-    // The samples as they are form their URIs: no refusal.
-    for name in [
-        "apigw-http-json-array.json",
-        "apigw-url-single-text.json",
-        "apigw-rest-base64-binary.json",
+    // A REST API event keeps its Host header (its multi-value headers
+    // become the request's): an attribute of it still arrives.
+    let h = handler(&[("ATTRIBUTE_HEADERS", "host")]);
+    let event = with(
+        sample("apigw-rest-single.json"),
+        "headers.Host",
+        &placeholder,
+    );
+    assert_eq!(answer(&h, &event).await["statusCode"], 202);
+    let seen = h.forwarder().transport().seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].string("host"),
+        Some("1234567890.execute-api.{dns_suffix}")
+    );
+}
+
+#[tokio::test]
+async fn an_api_gateway_event_lambda_http_cannot_read_is_a_400() {
+    // No requestContext.httpMethod (REST API), no requestContext.http
+    // (HTTP API): lambda_http reads neither; the runtime's error became a
+    // 502 at API Gateway.
+    let mut rest = sample("apigw-rest-single.json");
+    rest["requestContext"]
+        .as_object_mut()
+        .expect("context")
+        .remove("httpMethod");
+    let mut http = sample("apigw-http-json-array.json");
+    http["requestContext"]
+        .as_object_mut()
+        .expect("context")
+        .remove("http");
+    for (event, field, v2) in [(rest, "httpMethod", false), (http, "http", true)] {
+        assert!(serde_json::from_value::<LambdaRequest>(event.clone()).is_err());
+        let h = handler(&[]);
+        let a = answer(&h, &event).await;
+        assert_eq!(a["statusCode"], 400, "{a}");
+        assert_eq!(a["headers"]["content-type"], "application/json");
+        assert_eq!(error_code(&a), "InvalidEvent", "{a}");
+        let message = a["body"].as_str().unwrap_or_default();
+        assert!(message.contains(field), "{message}");
+        assert_eq!(a.get("multiValueHeaders").is_none(), v2, "{a}");
+        assert_eq!(sent(&h), 0);
+    }
+    // Not an HTTP event at all: the invocation fails.
+    for bad in [
+        json!({"Records": [{"eventSource": "aws:s3"}]}),
+        json!([1]),
+        json!({"requestContext": "x"}),
     ] {
-        let payload: LambdaRequest = serde_json::from_value(sample(name)).expect("an HTTP event");
-        assert!(unbuildable_uri(&payload).is_none(), "{name}");
-        assert!(!lambda_http_panics(&sample(name)), "{name}");
+        assert_eq!(
+            invoke(&handler(&[]), &bad).await,
+            Err(NotAnHttpEvent),
+            "{bad}"
+        );
     }
 }
 

@@ -11,8 +11,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apigw_to_sqs::event::RefuseUndecodable;
-use apigw_to_sqs::lambda_http::request::LambdaRequest;
+use apigw_to_sqs::event::{HttpEvent, RefuseUndecodable};
 use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service, service_fn};
 use apigw_to_sqs::{Handler, Settings};
 use serde_json::{Value, json};
@@ -81,7 +80,7 @@ fn sample(name: &str) -> Value {
 }
 
 async fn answer(h: &Handler<FakeSqs>, event: &Value) -> u64 {
-    let payload: LambdaRequest = serde_json::from_value(event.clone()).expect("an HTTP event");
+    let payload: HttpEvent = serde_json::from_str(&event.to_string()).expect("any JSON is read");
     let inner =
         service_fn(
             move |request: Request| async move { Ok::<_, Infallible>(h.handle(request).await) },

@@ -7,8 +7,10 @@ use sqs_forwarder::observability::Observability;
 use sqs_forwarder::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, Forwarder, SqsTransport};
 
-use crate::event::{KinesisEvent, KinesisEventResponse};
-use crate::{AnswerError, SERVICE, Settings, handle};
+use sqs_forwarder::payload::Checked;
+
+use crate::event::{Incoming, KinesisEvent, KinesisEventResponse};
+use crate::{InvocationError, SERVICE, Settings, handle};
 
 /// What the function keeps between invocations.
 #[derive(Debug)]
@@ -21,6 +23,7 @@ pub struct Lambda {
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
+    const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
@@ -37,11 +40,22 @@ impl ColdStart for Lambda {
 impl Lambda {
     /// Forward one batch before the invocation's deadline (less
     /// `DEADLINE_MARGIN_MS`) and answer which records Lambda must deliver
-    /// again.
+    /// again. An event that cannot be read fails the invocation
+    /// (`KinesisToSqs.InvalidEvent`) before anything is sent.
     pub async fn handle(
         &self,
-        event: LambdaEvent<KinesisEvent>,
-    ) -> Result<KinesisEventResponse, AnswerError> {
+        event: LambdaEvent<Checked<Incoming>>,
+    ) -> Result<KinesisEventResponse, InvocationError> {
+        let LambdaEvent { payload, context } = event;
+        let event = match payload.0 {
+            Ok(incoming) => LambdaEvent::new(KinesisEvent::from(incoming), context),
+            Err(why) => {
+                let error = InvocationError::InvalidEvent(why);
+                tracing::error!(error = %error, "failing the invocation");
+                self.observability.flush();
+                return Err(error);
+            }
+        };
         let deadline =
             sqs_forwarder::deadline_from_epoch_millis(event.context.deadline, self.margin);
         tracing::debug!(
@@ -59,6 +73,6 @@ impl Lambda {
         )
         .await;
         self.observability.flush();
-        answer
+        Ok(answer?)
     }
 }

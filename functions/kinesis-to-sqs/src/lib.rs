@@ -29,6 +29,7 @@ use sqs_forwarder::{Forwarder, Transport};
 use tokio::time::Instant;
 
 pub mod checkpoint;
+pub mod error;
 pub mod event;
 pub mod kpl;
 pub mod lambda;
@@ -36,11 +37,18 @@ pub mod records;
 pub mod settings;
 
 pub use checkpoint::AnswerError;
+pub use error::InvocationError;
 pub use lambda::Lambda;
 pub use settings::{Settings, VARIABLES};
 
 /// The service name: the `Service` dimension of the metrics.
 pub const SERVICE: &str = "kinesis-to-sqs";
+
+/// The prefix of the Lambda error types the function reports
+/// (`KinesisToSqs.InvalidEvent`, `KinesisToSqs.NoSequenceNumber`, and a
+/// failed start's `KinesisToSqs.InvalidConfiguration` or
+/// `KinesisToSqs.StartFailed`).
+pub const ERROR_PREFIX: &str = "KinesisToSqs";
 
 /// This function's own metrics (the shared crate counts messages).
 pub mod metric {

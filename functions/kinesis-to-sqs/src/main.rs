@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
-use kinesis_to_sqs::Lambda;
 use kinesis_to_sqs::event::{Incoming, KinesisEventResponse};
-use lambda_runtime::{Error, LambdaEvent, service_fn};
-use sqs_forwarder::payload::Payload;
+use kinesis_to_sqs::{InvocationError, Lambda};
+use lambda_runtime::{LambdaEvent, service_fn};
+use sqs_forwarder::payload::Checked;
 use sqs_forwarder::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
@@ -21,14 +21,15 @@ async fn main() -> ExitCode {
 }
 
 /// The event is read as [`Incoming`] (the fields the function uses) by
-/// [`Payload`] (serde_json without lambda_runtime's per-field path tracking,
-/// the path named only when it is malformed).
+/// [`Checked`] (serde_json without lambda_runtime's per-field path
+/// tracking, the path named only when it is malformed; a malformed event
+/// kept as its error, so that it fails as `KinesisToSqs.InvalidEvent`). The
+/// error stays an [`InvocationError`], whose `Into<Diagnostic>` gives Lambda
+/// its `errorType`: boxed into `lambda_runtime::Error`, it would be reported
+/// by its Rust type's name.
 async fn handler(
     lambda: &Lambda,
-    event: LambdaEvent<Payload<Incoming>>,
-) -> Result<KinesisEventResponse, Error> {
-    let LambdaEvent { payload, context } = event;
-    Ok(lambda
-        .handle(LambdaEvent::new(payload.0.into(), context))
-        .await?)
+    event: LambdaEvent<Checked<Incoming>>,
+) -> Result<KinesisEventResponse, InvocationError> {
+    lambda.handle(event).await
 }

@@ -2,7 +2,7 @@
 //! variant of its own, with a short name for Lambda's `errorType` and a text
 //! that says what to do. No text ever holds a password.
 
-use crate::SERVICE;
+use crate::ERROR_PREFIX;
 use crate::broker::BrokerError;
 use crate::drain::PollReport;
 
@@ -69,7 +69,7 @@ impl HandlerError {
 impl From<HandlerError> for lambda_runtime::Diagnostic {
     fn from(e: HandlerError) -> Self {
         lambda_runtime::Diagnostic {
-            error_type: format!("{SERVICE}.{}", e.kind()),
+            error_type: format!("{ERROR_PREFIX}.{}", e.kind()),
             error_message: e.to_string(),
         }
     }

@@ -18,6 +18,7 @@ pub struct Lambda {
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
+    const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
     // Before any connection: the AMQP client's frame dumps hold the login.
     const LOG_DIRECTIVES: &'static [&'static str] = crate::broker::QUIET_AMQP;
 

@@ -55,6 +55,12 @@ pub use crate::settings::{DeliveryMode, Settings, VARIABLES};
 /// connection name.
 pub const SERVICE: &str = "rabbitmq-to-sqs";
 
+/// The prefix of the Lambda error types the function reports
+/// (`RabbitmqToSqs.BadEvent`, ... see [`HandlerError::kind`], and a failed
+/// start's `RabbitmqToSqs.InvalidConfiguration` or
+/// `RabbitmqToSqs.StartFailed`).
+pub const ERROR_PREFIX: &str = "RabbitmqToSqs";
+
 /// This function's own metrics (the shared crate counts messages).
 pub mod metric {
     /// Headers carried in the `amqp.headers` JSON attribute, for want of an

@@ -4,7 +4,8 @@
 
 use std::process::ExitCode;
 
-use lambda_runtime::{Error, LambdaEvent, service_fn};
+use lambda_runtime::{LambdaEvent, service_fn};
+use rabbitmq_to_sqs::HandlerError;
 use rabbitmq_to_sqs::lambda::Lambda;
 use serde_json::Value;
 use sqs_forwarder::startup;
@@ -21,6 +22,9 @@ async fn main() -> ExitCode {
     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
 }
 
-async fn handler(lambda: &Lambda, event: LambdaEvent<Value>) -> Result<Value, Error> {
-    Ok(lambda.handle(event).await?)
+/// The error stays a [`HandlerError`], whose `Into<Diagnostic>` gives
+/// Lambda its `errorType` (`RabbitmqToSqs.BadEvent`, ...): boxed into
+/// `lambda_runtime::Error`, it would be reported by its Rust type's name.
+async fn handler(lambda: &Lambda, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
+    lambda.handle(event).await
 }

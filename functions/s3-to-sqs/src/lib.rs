@@ -38,5 +38,10 @@ pub use settings::{EventFilter, GroupBy, Mode, Settings, VARIABLES};
 /// The service name in logs and metrics.
 pub const SERVICE: &str = "s3-to-sqs";
 
+/// The prefix of the Lambda error types the function reports
+/// (`S3ToSqs.InvalidEvent`, `S3ToSqs.NotForwarded`, and a failed start's
+/// `S3ToSqs.InvalidConfiguration` or `S3ToSqs.StartFailed`).
+pub const ERROR_PREFIX: &str = "S3ToSqs";
+
 #[cfg(test)]
 mod tests;

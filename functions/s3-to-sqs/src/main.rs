@@ -3,9 +3,9 @@
 
 use std::process::ExitCode;
 
-use lambda_runtime::{Error, LambdaEvent, service_fn};
-use s3_to_sqs::Lambda;
+use lambda_runtime::{LambdaEvent, service_fn};
 use s3_to_sqs::event::Event;
+use s3_to_sqs::{HandlerError, Lambda};
 use serde_json::Value;
 use sqs_forwarder::startup;
 
@@ -21,7 +21,10 @@ async fn main() -> ExitCode {
 }
 
 /// The event is read as [`Event`]: borrowed from the invocation's body, by
-/// serde_json without lambda_runtime's per-field path tracking.
-async fn handler(lambda: &Lambda, event: LambdaEvent<Event>) -> Result<Value, Error> {
-    Ok(lambda.handle(event).await?)
+/// serde_json without lambda_runtime's per-field path tracking. The error
+/// stays a [`HandlerError`], whose `Into<Diagnostic>` gives Lambda its
+/// `errorType` (`S3ToSqs.InvalidEvent`, `S3ToSqs.NotForwarded`): boxed into
+/// `lambda_runtime::Error`, it would be reported by its Rust type's name.
+async fn handler(lambda: &Lambda, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
+    lambda.handle(event).await
 }

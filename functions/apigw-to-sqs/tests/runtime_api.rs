@@ -1,0 +1,91 @@
+//! The built function against a local Lambda runtime API: every request,
+//! the not-quite-real ones included, gets an HTTP answer (never an
+//! invocation error, which API Gateway would turn into a 502); an event that
+//! is no HTTP event at all fails with the documented error type. Needs the
+//! local SQS endpoint (`SQS_TEST_ENDPOINT`) for its start.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqs_forwarder::test_support::runtime_api::{
+    FunctionProcess, Posted, RuntimeApi, local_env, local_queue,
+};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_apigw-to-sqs");
+
+fn sample(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
+}
+
+fn code(answer: &Value) -> String {
+    let body: Value = serde_json::from_str(answer["body"].as_str().expect("a body")).expect("json");
+    body["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn not_quite_real_events_get_http_answers() {
+    let (queue, endpoint) = local_queue("apigw-runtime-api").await;
+    let api = RuntimeApi::start().await;
+    let _function = FunctionProcess::spawn(BINARY, &api, &local_env(&queue, &endpoint));
+
+    // A placeholder host, as `sam local generate-event` writes it: served.
+    let mut event = sample("apigw-rest-single.json");
+    event["headers"]["Host"] = json!("1234567890.execute-api.{dns_suffix}");
+    event["multiValueHeaders"]["Host"] = json!(["1234567890.execute-api.{dns_suffix}"]);
+    event["requestContext"]["domainName"] = json!("1234567890.execute-api.{dns_suffix}");
+    let answer = api.invoke(&event).await;
+    assert_eq!(answer.response()["statusCode"], 202, "{answer:?}");
+
+    // No requestContext.httpMethod: a 400 in the REST API's format.
+    let mut event = sample("apigw-rest-single.json");
+    event["requestContext"]
+        .as_object_mut()
+        .expect("a context")
+        .remove("httpMethod");
+    let answer = api.invoke(&event).await;
+    let a = answer.response();
+    assert_eq!(a["statusCode"], 400, "{answer:?}");
+    assert_eq!(code(a), "InvalidEvent", "{a}");
+    assert!(
+        a["body"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("httpMethod"),
+        "{a}"
+    );
+
+    // Not an HTTP event at all: the invocation fails, with its type.
+    let posted = api.invoke(&sample("s3-put.json")).await;
+    assert_eq!(
+        posted.error().error_type,
+        "ApigwToSqs.InvalidEvent",
+        "{posted:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
+    let api = RuntimeApi::start().await;
+    let mut function = FunctionProcess::spawn(
+        BINARY,
+        &api,
+        &[
+            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
+            ("MAX_MESSAGES", "0"),
+        ],
+    );
+    let posted = api.next_posted(Duration::from_secs(60)).await;
+    let Some(Posted::InitError(error)) = posted else {
+        panic!("expected an init error, got {posted:?}");
+    };
+    assert_eq!(error.error_type, "ApigwToSqs.InvalidConfiguration");
+    assert!(
+        error.error_message.contains("MAX_MESSAGES=\"0\""),
+        "{error:?}"
+    );
+    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+}

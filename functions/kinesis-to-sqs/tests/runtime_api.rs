@@ -1,0 +1,109 @@
+//! The built function against a local Lambda runtime API: what Lambda
+//! receives for each refusal the README documents (`errorType` and
+//! `errorMessage` as the runtime posts them), and the answer to a batch.
+//! Needs the local SQS endpoint (`SQS_TEST_ENDPOINT`) for its start.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqs_forwarder::test_support::runtime_api::{
+    FunctionProcess, Posted, RuntimeApi, local_env, local_queue,
+};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kinesis-to-sqs");
+
+fn sample(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
+}
+
+#[tokio::test]
+async fn lambda_gets_the_documented_error_types() {
+    let (queue, endpoint) = local_queue("kinesis-runtime-api").await;
+    let api = RuntimeApi::start().await;
+    let _function = FunctionProcess::spawn(BINARY, &api, &local_env(&queue, &endpoint));
+
+    let answer = api.invoke(&sample("kinesis-small.json")).await;
+    assert_eq!(
+        answer.response(),
+        &json!({"batchItemFailures": []}),
+        "{answer:?}"
+    );
+
+    // A malformed event: the function's own error type, the field named.
+    let mut bad = sample("kinesis-small.json");
+    bad["Records"][1]["kinesis"]["data"] = json!("not base64!");
+    let posted = api.invoke(&bad).await;
+    let error = posted.error();
+    assert_eq!(error.error_type, "KinesisToSqs.InvalidEvent", "{posted:?}");
+    assert!(
+        error
+            .error_message
+            .starts_with("malformed Kinesis event: [Records[1].kinesis.data]"),
+        "{posted:?}"
+    );
+    let posted = api.invoke(&json!({"detail-type": "Scheduled Event"})).await;
+    assert_eq!(
+        posted.error().error_type,
+        "KinesisToSqs.InvalidEvent",
+        "{posted:?}"
+    );
+
+    // A failed record without a sequence number cannot be reported: the
+    // deadline came first, and the record has none.
+    let past = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+        - 1_000;
+    let mut unnamed = sample("kinesis-small.json");
+    unnamed["Records"][0]["kinesis"]["sequenceNumber"] = json!("");
+    let posted = api.invoke_until(&unnamed, past).await;
+    let error = posted.error();
+    assert_eq!(
+        error.error_type, "KinesisToSqs.NoSequenceNumber",
+        "{posted:?}"
+    );
+    assert!(error.error_message.contains("record 0"), "{posted:?}");
+}
+
+#[tokio::test]
+async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
+    let api = RuntimeApi::start().await;
+    let mut function = FunctionProcess::spawn(
+        BINARY,
+        &api,
+        &[
+            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
+            ("BODY_FORMAT", "json"),
+        ],
+    );
+    let posted = api.next_posted(Duration::from_secs(60)).await;
+    let Some(Posted::InitError(error)) = posted else {
+        panic!("expected an init error, got {posted:?}");
+    };
+    assert_eq!(error.error_type, "KinesisToSqs.InvalidConfiguration");
+    assert_eq!(
+        error.error_message,
+        "invalid configuration: BODY_FORMAT=\"json\": one of: raw, envelope"
+    );
+    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+}
+
+#[tokio::test]
+async fn a_queue_that_cannot_be_read_fails_the_init_as_start_failed() {
+    let (_, endpoint) = local_queue("kinesis-runtime-api-unused").await;
+    let missing = format!(
+        "{endpoint}/123456789012/no-such-queue-{}",
+        std::process::id()
+    );
+    let api = RuntimeApi::start().await;
+    let mut function = FunctionProcess::spawn(BINARY, &api, &local_env(&missing, &endpoint));
+    let posted = api.next_posted(Duration::from_secs(60)).await;
+    let Some(Posted::InitError(error)) = posted else {
+        panic!("expected an init error, got {posted:?}");
+    };
+    assert_eq!(error.error_type, "KinesisToSqs.StartFailed", "{error:?}");
+    assert!(error.error_message.contains("no-such-queue"), "{error:?}");
+    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+}

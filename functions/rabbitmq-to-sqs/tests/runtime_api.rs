@@ -1,0 +1,131 @@
+//! The built function against a local Lambda runtime API: what Lambda
+//! receives for each refusal the README documents (`errorType` and
+//! `errorMessage` as the runtime posts them), and which events are ticks.
+//! No broker: without `RABBITMQ_URL` a tick is `NotConfigured`, which shows
+//! it was taken as one. Needs the local SQS endpoint (`SQS_TEST_ENDPOINT`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqs_forwarder::test_support::runtime_api::{
+    FunctionProcess, Posted, RuntimeApi, local_env, local_queue,
+};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_rabbitmq-to-sqs");
+
+fn sample(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
+}
+
+fn error_type(posted: &Posted) -> &str {
+    &posted.error().error_type
+}
+
+#[tokio::test]
+async fn lambda_gets_the_documented_error_types() {
+    let (queue, endpoint) = local_queue("rmq-runtime-api").await;
+    let api = RuntimeApi::start().await;
+    let _function = FunctionProcess::spawn(BINARY, &api, &local_env(&queue, &endpoint));
+
+    // Ticks: the samples, any JSON without a string eventSource or Records.
+    for tick in [
+        sample("rabbitmq-schedule.json"),
+        sample("rabbitmq-scheduler-input.json"),
+        json!({}),
+        json!({"eventSource": 5}),
+        json!([1, 2]),
+        json!("tick"),
+        json!(null),
+    ] {
+        let posted = api.invoke(&tick).await;
+        assert_eq!(
+            error_type(&posted),
+            "RabbitmqToSqs.NotConfigured",
+            "{tick}: {posted:?}"
+        );
+        assert!(
+            posted.error().error_message.contains("RABBITMQ_URL"),
+            "{posted:?}"
+        );
+    }
+
+    // Refused: another source, or a Records batch.
+    for (event, says) in [
+        (
+            json!({"eventSource": "aws:sqs", "Records": []}),
+            "event source \"aws:sqs\"",
+        ),
+        (
+            json!({"eventSource": "aws:kafka"}),
+            "event source \"aws:kafka\"",
+        ),
+        (
+            json!({"Records": [{"eventSource": "aws:s3"}]}),
+            "a Records batch",
+        ),
+        (json!({"Records": null}), "a Records batch"),
+        (
+            json!({"eventSource": "aws:rmq", "rmqMessagesByQueue": 7}),
+            "rmqMessagesByQueue",
+        ),
+    ] {
+        let posted = api.invoke(&event).await;
+        assert_eq!(
+            error_type(&posted),
+            "RabbitmqToSqs.BadEvent",
+            "{event}: {posted:?}"
+        );
+        assert!(
+            posted.error().error_message.contains(says),
+            "{event}: {posted:?}"
+        );
+    }
+
+    // An aws:rmq batch whose deadline came before anything could be sent.
+    let past = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+        - 1_000;
+    let posted = api
+        .invoke_until(&sample("rabbitmq-amazon-mq.json"), past)
+        .await;
+    assert_eq!(
+        error_type(&posted),
+        "RabbitmqToSqs.MessagesNotSent",
+        "{posted:?}"
+    );
+    assert!(
+        posted
+            .error()
+            .error_message
+            .contains("3 of 3 messages were not sent"),
+        "{posted:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
+    let api = RuntimeApi::start().await;
+    let mut function = FunctionProcess::spawn(
+        BINARY,
+        &api,
+        &[
+            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
+            ("RABBITMQ_PREFETCH", "0"),
+        ],
+    );
+    let posted = api.next_posted(Duration::from_secs(60)).await;
+    let Some(Posted::InitError(error)) = posted else {
+        panic!("expected an init error, got {posted:?}");
+    };
+    assert_eq!(error.error_type, "RabbitmqToSqs.InvalidConfiguration");
+    assert!(
+        error
+            .error_message
+            .starts_with("invalid configuration: RABBITMQ_PREFETCH=\"0\""),
+        "{error:?}"
+    );
+    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+}
