@@ -29,7 +29,10 @@ const TRACE_ID: &str = "_X_AMZN_TRACE_ID";
 /// Where the client reads `_X_AMZN_TRACE_ID` and `AWS_LAMBDA_FUNCTION_NAME`:
 /// the process environment, or a lookup of the caller's (tests).
 #[derive(Clone, Default)]
-pub struct Environment(Option<Arc<dyn Fn(&str) -> Option<String> + Send + Sync>>);
+pub struct Environment(Option<Lookup>);
+
+/// A caller's lookup of environment variables.
+type Lookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 impl std::fmt::Debug for Environment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -63,11 +66,8 @@ impl Environment {
     /// outside Lambda (no `AWS_LAMBDA_FUNCTION_NAME`) or without
     /// `_X_AMZN_TRACE_ID`.
     pub fn trace_id(&self) -> Option<HeaderValue> {
-        let (Some(_function), Some(trace)) = (self.get(LAMBDA_FUNCTION_NAME), self.get(TRACE_ID))
-        else {
-            return None;
-        };
-        encode_trace_id(trace.as_bytes())
+        self.get(LAMBDA_FUNCTION_NAME)?;
+        encode_trace_id(self.get(TRACE_ID)?.as_bytes())
     }
 }
 
