@@ -1,10 +1,13 @@
 //! What the direct client's test binaries share (`direct_client.rs`,
-//! `direct_signature.rs`, `direct_tls.rs`): the AWS settings of a fake
+//! `direct_signature.rs`, `direct_clock_skew.rs`, `direct_tls.rs`, ...): the
+//! SigV4 verifier ([`sigv4`]), the AWS settings of a fake
 //! endpoint and a batch whose entries carry what the wire format must
 //! carry (escapes, control characters, emoji, the three attribute types,
 //! FIFO group and deduplication ids).
 
 #![allow(dead_code)] // each test binary uses its part
+
+pub mod sigv4;
 
 use std::sync::Arc;
 
