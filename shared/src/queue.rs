@@ -4,7 +4,10 @@
 //! [`sqs_client_for`] builds the client (SDK retries off: the forwarder
 //! retries per entry itself); [`discover`] resolves a queue name with
 //! `GetQueueUrl` and reads `MaximumMessageSize` and
-//! `ContentBasedDeduplication` with `GetQueueAttributes`; [`settings_for`]
+//! `ContentBasedDeduplication` with `GetQueueAttributes` through aws-sdk-sqs
+//! (`SQS_CLIENT=sdk`); under `SQS_CLIENT=direct` the direct client makes the
+//! same calls ([`crate::direct::discover`]), so the start opens one
+//! connection and fetches the credentials once; [`settings_for`]
 //! turns the configuration and what was read into the forwarder's limits and
 //! rules. [`crate::startup::connect`] puts the steps together. When
 //! `GetQueueAttributes` is not allowed (the SAM policy `SQSSendMessagePolicy` does not grant it), the
@@ -133,7 +136,9 @@ fn is_access_denied(code: &str) -> bool {
         || code == "UnauthorizedOperation"
 }
 
-/// Resolve the queue URL and read its attributes.
+/// Resolve the queue URL and read its attributes through aws-sdk-sqs
+/// (`SQS_CLIENT=sdk`; [`crate::direct::discover`] makes the same calls
+/// through the direct client).
 pub async fn discover(
     client: &aws_sdk_sqs::Client,
     target: &QueueTarget,
@@ -175,14 +180,12 @@ pub async fn discover(
     let attrs = client
         .get_queue_attributes()
         .queue_url(&url)
-        .set_attribute_names(Some(if fifo {
-            vec![
-                QueueAttributeName::MaximumMessageSize,
-                QueueAttributeName::ContentBasedDeduplication,
-            ]
-        } else {
-            vec![QueueAttributeName::MaximumMessageSize]
-        }))
+        .set_attribute_names(Some(
+            attribute_names(fifo)
+                .iter()
+                .map(|&n| QueueAttributeName::from(n))
+                .collect(),
+        ))
         .customize()
         .config_override(standard_retries)
         .send()
@@ -190,36 +193,67 @@ pub async fn discover(
     match attrs {
         Ok(out) => {
             let map = out.attributes();
-            let get = |k: &QueueAttributeName| map.and_then(|m| m.get(k)).map(String::as_str);
-            let max_message_bytes =
-                get(&QueueAttributeName::MaximumMessageSize).and_then(|v| v.parse().ok());
-            let content_based_deduplication = get(&QueueAttributeName::ContentBasedDeduplication)
-                .map(|v| v.eq_ignore_ascii_case("true"));
-            Ok(QueueInfo {
-                url,
-                fifo,
-                max_message_bytes,
-                content_based_deduplication,
-            })
+            Ok(queue_info(url, fifo, |name| {
+                map.and_then(|m| m.get(&QueueAttributeName::from(name)))
+                    .map(String::as_str)
+            }))
         }
         Err(e) => {
             let (code, message) = sdk_error_parts(&e);
-            if is_access_denied(&code) {
-                tracing::warn!(queue = %url, %code, "GetQueueAttributes is not allowed; using FALLBACK_MESSAGE_BYTES as the queue's message limit (grant sqs:GetQueueAttributes to read the real one)");
-                Ok(QueueInfo {
-                    url,
-                    fifo,
-                    max_message_bytes: None,
-                    content_based_deduplication: None,
-                })
-            } else {
-                Err(SetupError::Queue {
-                    queue: url,
-                    code,
-                    message: format!("GetQueueAttributes failed: {message}"),
-                })
-            }
+            attributes_refused(url, fifo, code, message)
         }
+    }
+}
+
+/// The attribute names [`discover`] asks `GetQueueAttributes` for.
+pub(crate) fn attribute_names(fifo: bool) -> &'static [&'static str] {
+    if fifo {
+        &["MaximumMessageSize", "ContentBasedDeduplication"]
+    } else {
+        &["MaximumMessageSize"]
+    }
+}
+
+/// What the forwarder knows of the queue at `url` from the attributes
+/// `get` returns by name.
+pub(crate) fn queue_info<'a>(
+    url: String,
+    fifo: bool,
+    get: impl Fn(&str) -> Option<&'a str>,
+) -> QueueInfo {
+    let max_message_bytes = get("MaximumMessageSize").and_then(|v| v.parse().ok());
+    let content_based_deduplication =
+        get("ContentBasedDeduplication").map(|v| v.eq_ignore_ascii_case("true"));
+    QueueInfo {
+        url,
+        fifo,
+        max_message_bytes,
+        content_based_deduplication,
+    }
+}
+
+/// `GetQueueAttributes` refused with `code`: without its limits when the
+/// refusal is access denied (a warning says so), else the start's error.
+pub(crate) fn attributes_refused(
+    url: String,
+    fifo: bool,
+    code: String,
+    message: String,
+) -> Result<QueueInfo, SetupError> {
+    if is_access_denied(&code) {
+        tracing::warn!(queue = %url, %code, "GetQueueAttributes is not allowed; using FALLBACK_MESSAGE_BYTES as the queue's message limit (grant sqs:GetQueueAttributes to read the real one)");
+        Ok(QueueInfo {
+            url,
+            fifo,
+            max_message_bytes: None,
+            content_based_deduplication: None,
+        })
+    } else {
+        Err(SetupError::Queue {
+            queue: url,
+            code,
+            message: format!("GetQueueAttributes failed: {message}"),
+        })
     }
 }
 

@@ -106,13 +106,19 @@ pub async fn connect_with(
 /// The forwarder to the queue `config` names, through `client`: the queue
 /// found and its limits read. `sdk`: the AWS settings the client was built
 /// from, when there are any; `SQS_CLIENT=direct` needs them
-/// ([`crate::direct`]).
+/// ([`crate::direct`]), and then makes the start-up calls too.
 async fn ready(
     client: aws_sdk_sqs::Client,
     sdk: Option<&aws_config::SdkConfig>,
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    let queue = discover(&client, &config.queue).await?;
+    // Under SQS_CLIENT=direct the start-up calls go through the client that
+    // sends: one connection and one credentials fetch for the whole start.
+    let direct = crate::direct::for_config(&client, sdk, config)?;
+    let queue = match &direct {
+        Some(direct) => crate::direct::discover(direct, &config.queue).await?,
+        None => discover(&client, &config.queue).await?,
+    };
     let (settings, rules) = settings_for(config, &queue);
     tracing::info!(
         queue = %queue.url,
@@ -129,7 +135,10 @@ async fn ready(
         offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
         "forwarder ready"
     );
-    let transport = crate::direct::transport(client, sdk, config, queue.url).await?;
+    let transport = match direct {
+        Some(direct) => SqsTransport::direct(direct, queue.url),
+        None => SqsTransport::new(client, queue.url),
+    };
     Ok(Forwarder::new(transport, settings, rules))
 }
 

@@ -149,3 +149,60 @@ async fn connect_picks_the_client_from_sqs_client() {
         assert_eq!(fwd.transport().queue_url(), url);
     }
 }
+
+#[tokio::test]
+async fn a_null_failed_list_is_no_failure_and_no_retry() {
+    // `"Failed": null` (or `"Successful": null`) is an empty list, as the
+    // SDK reads it: the entries listed are sent once, not retried as a
+    // malformed answer (which would send them twice).
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(header("x-amz-target", "AmazonSQS.GetQueueAttributes"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "application/x-amz-json-1.0")
+                .set_body_string(r#"{"Attributes":{"MaximumMessageSize":"1048576"}}"#),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(header("x-amz-target", "AmazonSQS.SendMessageBatch"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .insert_header("content-type", "application/x-amz-json-1.0")
+                .set_body_string(
+                    r#"{"Successful":[{"Id":"0","MessageId":"m0","MD5OfMessageBody":"x"}],"Failed":null}"#,
+                ),
+        )
+        .mount(&server)
+        .await;
+    let url = format!("{}/000000000000/null-failed", server.uri());
+    let config = Config::from_lookup(|k| match k {
+        "QUEUE_URL" => Some(url.clone()),
+        "SQS_CLIENT" => Some("direct".into()),
+        _ => None,
+    })
+    .expect("config");
+    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
+        .await
+        .expect("connect");
+    let out = fwd
+        .send_all(vec![sqs_forwarder::Message::new("once", 0)], None)
+        .await;
+    assert!(
+        matches!(&out[0].outcome, sqs_forwarder::Outcome::Sent { message_id, .. } if message_id == "m0"),
+        "{out:?}"
+    );
+    assert_eq!(out[0].attempts, 1);
+    let sends = server
+        .received_requests()
+        .await
+        .expect("recorded")
+        .iter()
+        .filter(|r| {
+            r.headers.get("x-amz-target").and_then(|v| v.to_str().ok())
+                == Some("AmazonSQS.SendMessageBatch")
+        })
+        .count();
+    assert_eq!(sends, 1, "one SendMessageBatch, no retry");
+}

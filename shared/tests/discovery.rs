@@ -175,3 +175,91 @@ async fn fifo_without_content_based_dedup_is_known_at_start() {
     assert_eq!(failure.code, "MissingDeduplicationId");
     assert_eq!(out[0].attempts, 0);
 }
+
+/// AWS settings with test credentials, every call to `uri`.
+fn sdk_config(uri: &str) -> aws_config::SdkConfig {
+    aws_config::SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(Credentials::new(
+                "test", "test", None, None, "tests",
+            )),
+        )
+        .endpoint_url(uri)
+        .build()
+}
+
+#[tokio::test]
+async fn both_clients_start_and_fail_alike() {
+    // Under SQS_CLIENT=direct the start-up calls go through the direct
+    // client: the same limits, fallbacks, codes and messages as through the
+    // SDK (SQS_CLIENT=sdk).
+    let cases = [
+        (
+            "AmazonSQS.GetQueueAttributes",
+            json(r#"{"Attributes":{"MaximumMessageSize":"262144"}}"#),
+            "QUEUE_URL",
+        ),
+        (
+            "AmazonSQS.GetQueueAttributes",
+            error(400, "AWS.SimpleQueueService.NonExistentQueue"),
+            "QUEUE_URL",
+        ),
+        (
+            "AmazonSQS.GetQueueAttributes",
+            error(403, "AccessDenied"),
+            "QUEUE_URL",
+        ),
+        (
+            "AmazonSQS.GetQueueAttributes",
+            error(400, "KMS.AccessDeniedException"),
+            "QUEUE_URL",
+        ),
+        (
+            "AmazonSQS.GetQueueUrl",
+            error(400, "AWS.SimpleQueueService.NonExistentQueue"),
+            "QUEUE_NAME",
+        ),
+        (
+            "AmazonSQS.GetQueueUrl",
+            json(r#"{"Other":"no URL"}"#),
+            "QUEUE_NAME",
+        ),
+    ];
+    for (target, response, by) in cases {
+        let server = server_answering(target, response).await;
+        let queue = match by {
+            "QUEUE_URL" => format!("{}/123456789012/start-alike", server.uri()),
+            _ => "start-alike".to_owned(),
+        };
+        let mut results = Vec::new();
+        for client in ["sdk", "direct"] {
+            let c = config(&[(by, &queue), ("SQS_CLIENT", client)]);
+            let started =
+                sqs_forwarder::startup::connect_sdk(&sdk_config(&server.uri()), &c, false)
+                    .await
+                    .map(|f| {
+                        assert_eq!(f.transport().is_direct(), client == "direct");
+                        f.settings().limits.max_message_bytes
+                    });
+            results.push(started.map_err(|e| match e {
+                SetupError::Queue {
+                    queue,
+                    code,
+                    message,
+                } => format!("{queue} {code} {message}"),
+                other => format!("{other:?}"),
+            }));
+        }
+        assert_eq!(results[0], results[1], "{target} {by}");
+        assert!(
+            !server
+                .received_requests()
+                .await
+                .expect("recorded")
+                .is_empty(),
+            "{target}: both clients asked"
+        );
+    }
+}

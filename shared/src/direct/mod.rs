@@ -1,8 +1,10 @@
 //! The direct `SendMessageBatch` client (`SQS_CLIENT=direct`, the default):
-//! the one call the forwarder makes, without the SDK's per-call machinery.
-//! `SQS_CLIENT=sdk` sends through aws-sdk-sqs instead.
+//! the one call the forwarder makes, without the SDK's per-call machinery,
+//! and the start-up calls (`GetQueueUrl`, `GetQueueAttributes`,
+//! [`discover`]) on the same connection and credentials. `SQS_CLIENT=sdk`
+//! makes them all through aws-sdk-sqs instead.
 //!
-//! The benchmark (`bench/README.md`) puts about 60% of the forwarder's
+//! The benchmark (README, "Benchmarks") puts about 60% of the forwarder's
 //! CPU in aws-sdk-sqs's per-call work: the orchestrator, interceptors, config
 //! bag, endpoint resolution, identity, signing and serialization. This
 //! client makes the same HTTP request itself:
@@ -10,7 +12,8 @@
 //! * **Protocol**: AWS JSON 1.0, as the SDK speaks to SQS: `POST /` with
 //!   `X-Amz-Target: AmazonSQS.SendMessageBatch`, `Content-Type:
 //!   application/x-amz-json-1.0` and `x-amzn-query-mode: true`; the body is
-//!   written by serde_json straight from the entries ([`wire`]).
+//!   written by serde_json straight from the entries ([`wire`]). A `null`
+//!   `Successful` or `Failed` list reads as an empty one, as in the SDK.
 //! * **Answers and errors**: parsed and classified as the SDK path's are
 //!   ([`wire::call_error`]): the same codes (the query-compatible
 //!   `AWS.SimpleQueueService.*` code when SQS sends `x-amzn-query-error`),
@@ -34,26 +37,41 @@
 //!   with aws-lc-rs and the system's roots for `https`, as the SDK's default
 //!   client; its connect timeout is the SDK configuration's (3.1 s by
 //!   default). No retries at this level, as the SDK client has them off
-//!   (the forwarder retries per entry itself); `CALL_TIMEOUT_MS` bounds each
-//!   call from outside, as for the SDK path, and an operation or attempt
-//!   timeout set in the SDK configuration bounds it from inside. The
-//!   environment's HTTP proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
-//!   `NO_PROXY`) is used as the SDK's client uses it ([`proxy`]).
+//!   (the forwarder retries per entry itself), but for a clock-skew refusal
+//!   (below); `CALL_TIMEOUT_MS` bounds each call from outside, as for the
+//!   SDK path, and an operation or attempt timeout set in the SDK
+//!   configuration bounds it from inside. The start-up calls retry as the
+//!   SDK's standard mode does (three attempts). The environment's HTTP
+//!   proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`) is used as
+//!   the SDK's client uses it ([`proxy`]).
+//! * **Clock skew**: as the SDK, the server's clock is learned from every
+//!   answer's `Date` and later requests are signed at its time (date, scope
+//!   and signing-key day); a call refused with a skew code (e.g.
+//!   `SignatureDoesNotMatch`, "Signature expired") whose answer moved that
+//!   offset by more than 4 minutes is signed again and sent once more,
+//!   inside the same call ([`skew`], the one call path in `call.rs`).
+//! * **Other headers**: `X-Amzn-Trace-Id` from `_X_AMZN_TRACE_ID` in Lambda
+//!   and a `User-Agent` (`sqs-forwarder/<version>`, `app/<id>` from
+//!   `AWS_SDK_UA_APP_ID`), both unsigned as in the SDK ([`headers`]). The
+//!   SDK's `x-amz-user-agent`, `amz-sdk-invocation-id` and
+//!   `amz-sdk-request` are not sent.
 
+mod call;
 mod connect;
 pub mod credentials;
+mod discover;
+pub mod headers;
 pub mod proxy;
 mod sign;
+pub mod skew;
 pub mod wire;
 
-use std::time::{Duration, SystemTime};
+use std::future::Future;
+use std::time::Duration;
 
-use aws_credential_types::Credentials;
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
-use http_body_util::{BodyExt, Full, Limited};
+use http::HeaderValue;
 
-use crate::codes::{self, error_chain};
 use crate::error::ConfigError;
 use crate::error::SetupError;
 use crate::outcome::Failure;
@@ -61,7 +79,11 @@ use crate::transport::{BatchItem, CallError, EntryResult};
 
 use self::connect::{HttpClient, endpoint_override, endpoint_uri, http_client, setup_error};
 use self::credentials::CredentialsCache;
+use self::headers::Environment;
 use self::sign::Signer;
+use self::skew::ClockSkew;
+
+pub use self::discover::discover;
 
 /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,7 +107,8 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);
 /// KiB; anything past this is not one.
 const MAX_ANSWER_BYTES: usize = 4 << 20;
 
-/// The direct `SendMessageBatch` client for one endpoint and region.
+/// The direct client for one endpoint and region: `SendMessageBatch`, and
+/// the start-up calls of [`discover`].
 pub struct DirectClient {
     http: HttpClient,
     endpoint: http::Uri,
@@ -93,6 +116,9 @@ pub struct DirectClient {
     signer: Signer,
     credentials: CredentialsCache,
     call_timeout: Option<Duration>,
+    skew: ClockSkew,
+    user_agent: HeaderValue,
+    environment: Environment,
 }
 
 impl std::fmt::Debug for DirectClient {
@@ -110,10 +136,10 @@ impl DirectClient {
     /// built from `sdk`, as
     /// [`crate::queue::sqs_client_for`] builds it) and the credentials
     /// provider and endpoint settings of `sdk`. Resolves the endpoint and
-    /// loads the TLS roots (for `https`) now; [`DirectClient::prefetch`]
-    /// fetches the first credentials. Calls go through the HTTP proxy of the
-    /// environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`), as
-    /// the SDK client's ([`proxy`]).
+    /// loads the TLS roots (for `https`) now; the first call fetches the
+    /// credentials (at start, [`discover`]'s). Calls go through the HTTP
+    /// proxy of the environment (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+    /// `NO_PROXY`), as the SDK client's ([`proxy`]).
     pub fn new(sdk: &aws_config::SdkConfig, sqs: &aws_sdk_sqs::Client) -> Result<Self, SetupError> {
         Self::with_proxy(sdk, sqs, &proxy::from_env())
     }
@@ -177,18 +203,12 @@ impl DirectClient {
             region,
             credentials: CredentialsCache::new(provider),
             call_timeout,
+            skew: ClockSkew::default(),
+            user_agent: headers::user_agent(sdk.app_name()),
+            environment: Environment::process(),
         };
         tracing::info!(endpoint = %client.endpoint, region = %client.region, "SQS_CLIENT=direct: SendMessageBatch goes through the direct client");
         Ok(client)
-    }
-
-    /// Fetch the first credentials now (at cold start), so that the first
-    /// call does not wait for them. A failure is only logged: every call
-    /// tries again.
-    pub async fn prefetch(&self) {
-        if let Err(e) = self.credentials.get().await {
-            tracing::warn!(error = %e.message, "SQS_CLIENT=direct: no credentials yet; every call will try again");
-        }
     }
 
     /// The endpoint the calls go to.
@@ -202,144 +222,66 @@ impl DirectClient {
         queue_url: &str,
         items: &[BatchItem],
     ) -> Result<Vec<(String, EntryResult)>, CallError> {
-        let call = self.call(queue_url, items);
+        let body = wire::request_body(queue_url, items).map_err(CallError::Failed)?;
+        let call = self.post("SendMessageBatch", wire::TARGET, Bytes::from(body));
+        let answer = self.bounded("SendMessageBatch", call).await?;
+        wire::parse_answer(&answer)
+    }
+
+    /// `call` within the SDK configuration's operation or attempt timeout,
+    /// if it sets one.
+    async fn bounded<T>(
+        &self,
+        operation: &str,
+        call: impl Future<Output = Result<T, CallError>>,
+    ) -> Result<T, CallError> {
         match self.call_timeout {
             None => call.await,
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(r) => r,
-                Err(_) => Err(timeout_error()),
+                Err(_) => Err(CallError::Failed(Failure::transient(
+                    crate::codes::TIMEOUT,
+                    format!("the {operation} call timed out"),
+                ))),
             },
         }
     }
 
-    async fn call(
-        &self,
-        queue_url: &str,
-        items: &[BatchItem],
-    ) -> Result<Vec<(String, EntryResult)>, CallError> {
-        let body = wire::request_body(queue_url, items).map_err(CallError::Failed)?;
-        let request = self.signed_request(body).await?;
-        let response = self.http.request(request).await.map_err(|e| {
-            CallError::Failed(Failure::transient(
-                codes::CONNECTION_ERROR,
-                format!(
-                    "the SendMessageBatch call could not be made: {}",
-                    error_chain(&e)
-                ),
-            ))
-        })?;
-        let (parts, body) = response.into_parts();
-        let body = Limited::new(body, MAX_ANSWER_BYTES)
-            .collect()
-            .await
-            .map_err(|_| {
-                CallError::Failed(Failure::transient(
-                    codes::RESPONSE_ERROR,
-                    "the SendMessageBatch response could not be read",
-                ))
-            })?
-            .to_bytes();
-        if parts.status.is_success() {
-            return wire::parse_answer(&body);
-        }
-        let header = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-        Err(wire::call_error(
-            parts.status.as_u16(),
-            header(wire::QUERY_ERROR_HEADER),
-            header("x-amzn-errortype"),
-            &body,
-        ))
+    /// The same client reading `_X_AMZN_TRACE_ID` and
+    /// `AWS_LAMBDA_FUNCTION_NAME` through `environment` instead of the
+    /// process environment (tests).
+    pub fn with_environment(mut self, environment: Environment) -> Self {
+        self.environment = environment;
+        self
     }
 
-    async fn signed_request(&self, body: Vec<u8>) -> Result<http::Request<Full<Bytes>>, CallError> {
-        let identity = self.credentials.get().await.map_err(CallError::Failed)?;
-        let now = SystemTime::now();
-        // Signed as the SDK signs: content-length too.
-        let length = body.len().to_string();
-        let headers = sign::request_headers(&length);
-        let mut request = http::Request::post(self.endpoint.clone())
-            .body(Full::new(Bytes::new()))
-            .map_err(|_| signing_failed("the request"))?;
-        let h = request.headers_mut();
-        for (name, value) in headers {
-            let value =
-                HeaderValue::from_str(value).map_err(|_| signing_failed("a header value"))?;
-            h.insert(HeaderName::from_static(name), value);
-        }
-        let credentials = identity.data::<Credentials>();
-        let fast = credentials.and_then(|c| {
-            self.signer
-                .sign(c, now, &body, &length)
-                .map(|signature| (c, signature))
-        });
-        match fast {
-            Some((credentials, signature)) => {
-                let value = |v: &str| {
-                    HeaderValue::from_str(v).map_err(|_| signing_failed("a header value"))
-                };
-                h.insert("x-amz-date", value(&signature.amz_date)?);
-                if let Some(token) = credentials.session_token() {
-                    let mut token = value(token)?;
-                    token.set_sensitive(true);
-                    h.insert("x-amz-security-token", token);
-                }
-                let mut authorization = value(&signature.authorization)?;
-                authorization.set_sensitive(true);
-                h.insert(http::header::AUTHORIZATION, authorization);
-            }
-            None => {
-                let uri = self.endpoint.to_string();
-                let signed = sign::general(&identity, &self.region, &uri, now, &headers, &body)
-                    .map_err(signing_failed)?;
-                for (name, value) in signed {
-                    h.insert(name, value);
-                }
-            }
-        }
-        *request.body_mut() = Full::new(Bytes::from(body));
-        Ok(request)
+    /// The server's clock minus the local one as last learned from an
+    /// answer's `Date`, in milliseconds (zero before any).
+    pub fn clock_offset_ms(&self) -> i64 {
+        self.skew.offset_ms()
     }
 }
 
-fn signing_failed(what: &str) -> CallError {
-    CallError::Failed(Failure::permanent(
-        codes::SIGNING_FAILED,
-        format!("the SendMessageBatch request could not be signed: {what}"),
-    ))
-}
-
-/// The transport `config` asks for (`SQS_CLIENT`) to `queue_url`:
-/// aws-sdk-sqs through `client`, or the direct client with `client`'s
-/// region, credentials and timeouts and `sdk`'s endpoint settings. Without
-/// `sdk` (a client of the caller's making, [`crate::startup::connect_with`])
-/// the SDK is used, and the log says so.
-pub async fn transport(
-    client: aws_sdk_sqs::Client,
+/// The direct client `config` asks for (`SQS_CLIENT`), built from `sdk`
+/// and `client` (its region and timeouts): `None` for `SQS_CLIENT=sdk`, and
+/// for a client of the caller's making (no `sdk`,
+/// [`crate::startup::connect_with`]), which sends through aws-sdk-sqs, as
+/// the log says.
+pub fn for_config(
+    client: &aws_sdk_sqs::Client,
     sdk: Option<&aws_config::SdkConfig>,
     config: &crate::Config,
-    queue_url: String,
-) -> Result<crate::SqsTransport, SetupError> {
+) -> Result<Option<DirectClient>, SetupError> {
     match (config.sqs_client, sdk) {
-        (SqsClient::Sdk, _) => Ok(crate::SqsTransport::new(client, queue_url)),
-        (SqsClient::Direct, Some(sdk)) => {
-            let direct = DirectClient::new(sdk, &client)?;
-            direct.prefetch().await;
-            Ok(crate::SqsTransport::direct(direct, queue_url))
-        }
+        (SqsClient::Sdk, _) => Ok(None),
+        (SqsClient::Direct, Some(sdk)) => DirectClient::new(sdk, client).map(Some),
         (SqsClient::Direct, None) => {
             tracing::info!(
                 "a client of the caller's making (connect_with) sends through aws-sdk-sqs: the direct client needs the SDK configuration the client was built from (connect, connect_sdk)"
             );
-            Ok(crate::SqsTransport::new(client, queue_url))
+            Ok(None)
         }
     }
-}
-
-fn timeout_error() -> CallError {
-    CallError::Failed(Failure::transient(
-        codes::TIMEOUT,
-        "the SendMessageBatch call timed out",
-    ))
 }
 
 #[cfg(test)]

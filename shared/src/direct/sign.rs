@@ -1,4 +1,4 @@
-//! SigV4 for the one request the direct client makes, with the signing key
+//! SigV4 for the requests the direct client makes, with the signing key
 //! kept for the day.
 //!
 //! aws-sigv4's general signer (`http_request::sign`) derives the signing key
@@ -10,7 +10,9 @@
 //! and secret (it depends on nothing else). The hashing, HMACs and key
 //! derivation are aws-sigv4's and sha2's.
 //!
-//! The shape it signs, the SDK's and [`super::DirectClient`]'s:
+//! The shape it signs, the SDK's and [`super::DirectClient`]'s, for each
+//! target (`AmazonSQS.SendMessageBatch`, and at start `AmazonSQS.GetQueueUrl`
+//! and `AmazonSQS.GetQueueAttributes`):
 //!
 //! ```text
 //! POST
@@ -21,7 +23,7 @@
 //! host:<host>
 //! x-amz-date:<yyyymmddThhmmssZ>
 //! x-amz-security-token:<token>          (with a session token)
-//! x-amz-target:AmazonSQS.SendMessageBatch
+//! x-amz-target:<target>
 //! x-amzn-query-mode:true
 //!
 //! content-length;content-type;host;x-amz-date[;x-amz-security-token];x-amz-target;x-amzn-query-mode
@@ -34,6 +36,11 @@
 //! tests check that both signers give the same `Authorization` for the same
 //! request; `tests/direct_signature.rs` checks it against AWS's
 //! specification.
+//!
+//! `now` is the time the caller signs at: the local clock corrected by the
+//! server's offset ([`super::skew`]), so the date in `x-amz-date`, in the
+//! scope and of the signing key are all the server's day. `X-Amzn-Trace-Id`
+//! and `User-Agent` are sent unsigned, as aws-sigv4 leaves them out.
 
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -67,7 +74,7 @@ struct DayKey {
     key: Vec<u8>,
 }
 
-/// Signs `SendMessageBatch` requests to one endpoint and region.
+/// Signs the direct client's requests to one endpoint and region.
 pub(crate) struct Signer {
     region: String,
     /// The `host` value SigV4 signs, as aws-sigv4 takes it from the URI;
@@ -95,14 +102,15 @@ impl Signer {
         }
     }
 
-    /// The signature of a request with `body` (whose `content-length` is
-    /// `length`), made at `now` with `credentials`; `None` when this signer
-    /// does not take the endpoint or the credentials (aws-sigv4's general
-    /// signer does).
+    /// The signature of a request to `target` with `body` (whose
+    /// `content-length` is `length`), made at `now` with `credentials`;
+    /// `None` when this signer does not take the endpoint or the credentials
+    /// (aws-sigv4's general signer does).
     pub(crate) fn sign(
         &self,
         credentials: &Credentials,
         now: SystemTime,
+        target: &str,
         body: &[u8],
         length: &str,
     ) -> Option<Signature> {
@@ -130,7 +138,10 @@ impl Signer {
             "content-length;content-type;host;x-amz-date;x-amz-target;x-amzn-query-mode"
         };
         let mut canonical = String::with_capacity(
-            320 + host.len() + token.map_or(0, |t| t.len() + 22) + signed_headers.len(),
+            300 + host.len()
+                + target.len()
+                + token.map_or(0, |t| t.len() + 22)
+                + signed_headers.len(),
         );
         canonical.push_str("POST\n/\n\ncontent-length:");
         canonical.push_str(length);
@@ -145,7 +156,7 @@ impl Signer {
             canonical.push_str(t);
         }
         canonical.push_str("\nx-amz-target:");
-        canonical.push_str(wire::TARGET);
+        canonical.push_str(target);
         canonical.push_str("\nx-amzn-query-mode:true\n\n");
         canonical.push_str(signed_headers);
         canonical.push('\n');
@@ -203,13 +214,16 @@ impl Signer {
     }
 }
 
-/// The headers of a `SendMessageBatch` request with a body of `length`
-/// bytes, all of them signed (as the SDK signs: content-length too).
-pub(crate) fn request_headers(length: &str) -> [(&'static str, &str); 4] {
+/// The headers of a request to `target` with a body of `length` bytes, all
+/// of them signed (as the SDK signs: content-length too).
+pub(crate) fn request_headers<'a>(
+    length: &'a str,
+    target: &'a str,
+) -> [(&'static str, &'a str); 4] {
     [
         ("content-length", length),
         ("content-type", wire::CONTENT_TYPE),
-        ("x-amz-target", wire::TARGET),
+        ("x-amz-target", target),
         ("x-amzn-query-mode", "true"),
     ]
 }
@@ -311,7 +325,7 @@ mod tests {
             region,
             uri,
             now,
-            &request_headers(&length),
+            &request_headers(&length, wire::TARGET),
             body,
         )
         .expect("signed")
@@ -328,7 +342,13 @@ mod tests {
         body: &[u8],
     ) -> Option<Signature> {
         let uri: http::Uri = uri.parse().expect("uri");
-        Signer::new(&uri, region).sign(credentials, now, body, &body.len().to_string())
+        Signer::new(&uri, region).sign(
+            credentials,
+            now,
+            wire::TARGET,
+            body,
+            &body.len().to_string(),
+        )
     }
 
     fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -399,11 +419,49 @@ mod tests {
         // Every change of day, access key or secret signs as aws-sigv4 does,
         // in an order that reuses and replaces the kept key.
         for (credentials, now) in [(&a, day1), (&a, day1), (&b, day1), (&b, day2), (&a, day2)] {
-            let got = signer.sign(credentials, now, b"{}", "2").expect("taken");
+            let got = signer
+                .sign(credentials, now, wire::TARGET, b"{}", "2")
+                .expect("taken");
             let want = general(&uri.to_string(), "us-east-1", credentials, now, b"{}");
             assert_eq!(
                 header(&want, "authorization"),
                 Some(got.authorization.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn every_target_signs_as_aws_sigv4_does() {
+        let credentials = Credentials::new("AKID", "secret", Some("token".into()), None, "t");
+        let uri = "https://sqs.eu-west-1.amazonaws.com/";
+        let signer = Signer::new(&uri.parse().expect("uri"), "eu-west-1");
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_547_140);
+        let body = br#"{"QueueUrl":"https://sqs.eu-west-1.amazonaws.com/1/q"}"#;
+        let length = body.len().to_string();
+        for target in [
+            wire::TARGET,
+            "AmazonSQS.GetQueueAttributes",
+            "AmazonSQS.GetQueueUrl",
+        ] {
+            let want: Vec<(String, String)> = super::general(
+                &Identity::from(credentials.clone()),
+                "eu-west-1",
+                uri,
+                now,
+                &request_headers(&length, target),
+                body,
+            )
+            .expect("signed")
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v.to_str().expect("ASCII").to_owned()))
+            .collect();
+            let got = signer
+                .sign(&credentials, now, target, body, &length)
+                .expect("taken");
+            assert_eq!(
+                header(&want, "authorization"),
+                Some(got.authorization.as_str()),
+                "{target}"
             );
         }
     }

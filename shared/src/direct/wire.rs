@@ -141,12 +141,13 @@ fn construction(what: &str) -> Failure {
     Failure::permanent(codes::REQUEST_CONSTRUCTION_FAILED, what)
 }
 
+/// Either list may be absent or `null` (as the SDK reads them: no entries).
 #[derive(Deserialize)]
 struct Answer {
     #[serde(rename = "Successful", default)]
-    successful: Vec<Successful>,
+    successful: Option<Vec<Successful>>,
     #[serde(rename = "Failed", default)]
-    failed: Vec<Failed>,
+    failed: Option<Vec<Failed>>,
 }
 
 #[derive(Deserialize)]
@@ -181,8 +182,10 @@ pub fn parse_answer(body: &[u8]) -> Result<Vec<(String, EntryResult)>, CallError
             "the SendMessageBatch response could not be read",
         ))
     })?;
-    let mut out = Vec::with_capacity(answer.successful.len() + answer.failed.len());
-    for s in answer.successful {
+    let successful = answer.successful.unwrap_or_default();
+    let failed = answer.failed.unwrap_or_default();
+    let mut out = Vec::with_capacity(successful.len() + failed.len());
+    for s in successful {
         out.push((
             s.id,
             EntryResult::Sent {
@@ -191,7 +194,7 @@ pub fn parse_answer(body: &[u8]) -> Result<Vec<(String, EntryResult)>, CallError
             },
         ));
     }
-    for f in answer.failed {
+    for f in failed {
         out.push((
             f.id,
             EntryResult::Failed {
@@ -240,6 +243,18 @@ pub fn call_error(
     error_type: Option<&str>,
     body: &[u8],
 ) -> CallError {
+    call_error_of("SendMessageBatch", status, query_error, error_type, body)
+}
+
+/// [`call_error`] for a call to `operation` (its name in the message made
+/// up for an error answer without one).
+pub fn call_error_of(
+    operation: &str,
+    status: u16,
+    query_error: Option<&str>,
+    error_type: Option<&str>,
+    body: &[u8],
+) -> CallError {
     let (body_code, message) = error_body(body);
     let query_code = query_error.and_then(|h| h.split_once(';').map(|(c, _)| c));
     let code: Option<String> = match query_code {
@@ -257,7 +272,7 @@ pub fn call_error(
     }
     let code = code.unwrap_or_else(|| codes::UNKNOWN_ERROR.to_owned());
     let message = if message.is_empty() {
-        format!("SendMessageBatch failed with HTTP {status}")
+        format!("{operation} failed with HTTP {status}")
     } else {
         message
     };
@@ -429,6 +444,38 @@ mod tests {
         // Either list may be missing; unknown fields are ignored.
         assert_eq!(parse_answer(br#"{"Failed":[]}"#), Ok(vec![]));
         assert_eq!(parse_answer(br#"{"Other":1}"#), Ok(vec![]));
+        // Or null, as the SDK reads a null list: no entries, not a
+        // malformed answer (which would retry the whole batch).
+        let sent = |id: &str| {
+            (
+                id.to_owned(),
+                EntryResult::Sent {
+                    message_id: format!("m{id}"),
+                    sequence_number: None,
+                },
+            )
+        };
+        assert_eq!(
+            parse_answer(br#"{"Successful":[{"Id":"0","MessageId":"m0"}],"Failed":null}"#),
+            Ok(vec![sent("0")])
+        );
+        assert_eq!(
+            parse_answer(br#"{"Successful":null,"Failed":null}"#),
+            Ok(vec![])
+        );
+        assert_eq!(
+            parse_answer(
+                br#"{"Successful":null,"Failed":[{"Id":"1","Code":"InternalError","SenderFault":false}]}"#
+            ),
+            Ok(vec![(
+                "1".to_owned(),
+                EntryResult::Failed {
+                    code: "InternalError".into(),
+                    message: String::new(),
+                    sender_fault: false
+                }
+            )])
+        );
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! What the direct client's test binaries share (`direct_client.rs`,
-//! `direct_signature.rs`, `direct_tls.rs`, `direct_proxy.rs`): the AWS
-//! settings of a fake endpoint (and, in `tls`, a stand-in endpoint and its
+//! `direct_signature.rs`, `direct_clock_skew.rs`, `direct_tls.rs`,
+//! `direct_proxy.rs`, ...): the SigV4 verifier ([`sigv4`]), the AWS settings
+//! of a fake endpoint (and, in `tls`, a stand-in endpoint and its
 //! certificates) and a batch whose entries carry what the wire format must
 //! carry (escapes, control characters, emoji, the three attribute types,
 //! FIFO group and deduplication ids).
 
 #![allow(dead_code)] // each test binary uses its part
 
+pub mod sigv4;
 pub mod tls;
 
 use std::sync::Arc;
