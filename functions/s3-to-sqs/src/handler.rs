@@ -367,3 +367,6 @@ fn lines_reason(lines: &LinesReport) -> String {
     }
     parts.join("; ")
 }
+
+#[cfg(test)]
+mod tests;
