@@ -13,6 +13,11 @@ use crate::reject::Rejection;
 use crate::settings::{self, Settings};
 use crate::{headers, response};
 
+/// The target of this module's log lines: the crate's name, as for the
+/// crate's other top-level events (`RUST_LOG` directives and log queries
+/// name it).
+const LOG_TARGET: &str = "apigw_to_sqs";
+
 /// Where a request goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -139,6 +144,7 @@ impl<T: Transport> Handler<T> {
             Ok(m) => m,
             Err(r) => {
                 tracing::info!(
+                    target: LOG_TARGET,
                     request_id,
                     status = r.status.as_u16(),
                     code = r.code,
@@ -154,6 +160,7 @@ impl<T: Transport> Handler<T> {
         if let Some(f) = outcomes.iter().find_map(|o| o.outcome.failure()) {
             // SQS's own text can name queues and accounts: logs only.
             tracing::warn!(
+                target: LOG_TARGET,
                 request_id,
                 code = %f.code,
                 message = %f.message,
@@ -163,6 +170,7 @@ impl<T: Transport> Handler<T> {
             );
         }
         tracing::info!(
+            target: LOG_TARGET,
             request_id,
             status = status.as_u16(),
             messages = count,

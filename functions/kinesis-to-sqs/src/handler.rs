@@ -11,6 +11,11 @@ use crate::checkpoint::{self, AnswerError};
 use crate::settings::Settings;
 use crate::{metric, records};
 
+/// The target of this module's log lines: the crate's name, as for the
+/// crate's other top-level events (`RUST_LOG` directives and log queries
+/// name it).
+const LOG_TARGET: &str = "kinesis_to_sqs";
+
 /// Forwards Kinesis batches: the settings and the forwarder.
 #[derive(Debug)]
 pub struct Handler<T> {
@@ -91,6 +96,7 @@ impl<T: Transport> Handler<T> {
                     .and_then(|f| f.item_identifier.as_deref());
                 let log = |msg: &str| {
                     tracing::info!(
+                        target: LOG_TARGET,
                         records = total,
                         user_records,
                         messages = tally.messages,
@@ -113,7 +119,12 @@ impl<T: Transport> Handler<T> {
             }
             Err(e) => {
                 metrics::counter!(metric::RECORDS_FAILED).increment(total as u64);
-                tracing::error!(error = %e, records = total, "failing the invocation");
+                tracing::error!(
+                    target: LOG_TARGET,
+                    error = %e,
+                    records = total,
+                    "failing the invocation"
+                );
             }
         }
         answer.map(|a| a.response)

@@ -15,6 +15,11 @@ use crate::secret::SecretSource;
 use crate::settings::{BrokerSettings, DeliveryMode, Settings};
 use crate::{SERVICE, amazon_mq, fold};
 
+/// The target of this module's log lines: the crate's name, as for the
+/// crate's other top-level events (`RUST_LOG` directives and log queries
+/// name it).
+const LOG_TARGET: &str = "rabbitmq_to_sqs";
+
 /// The function's core: settings, the forwarder to SQS, and the way to the broker.
 #[derive(Debug)]
 pub struct Handler<T> {
@@ -48,6 +53,7 @@ impl<T: Transport> Handler<T> {
         }
         if settings.mode == DeliveryMode::AutoAck {
             tracing::warn!(
+                target: LOG_TARGET,
                 "DELIVERY_MODE=auto-ack: the broker forgets each message as soon as it hands it out; a message SQS does not take, or one in flight when the function stops, is LOST"
             );
         }
@@ -72,7 +78,7 @@ impl<T: Transport> Handler<T> {
         if let Some(b) = &settings.broker {
             secrets.add(b.url.password());
             for warning in b.url.start_warnings(b.password_secret.is_some()) {
-                tracing::warn!("{warning}");
+                tracing::warn!(target: LOG_TARGET, "{warning}");
             }
         }
         let mapper = Mapper::new(
@@ -142,6 +148,7 @@ impl<T: Transport> Handler<T> {
             Err(e) if e.is_access_refused() => {
                 if source.refresh().await? {
                     tracing::info!(
+                        target: LOG_TARGET,
                         secret = source.secret_id(),
                         "the broker refused the login; the secret has changed since it was read, trying the new value"
                     );
@@ -164,6 +171,7 @@ impl<T: Transport> Handler<T> {
             sqs_forwarder::deadline_from_epoch_millis(deadline_ms, self.settings.stop_margin);
         if stop_at <= Instant::now() {
             tracing::warn!(
+                target: LOG_TARGET,
                 stop_margin_ms = self.settings.stop_margin.as_millis() as u64,
                 "RABBITMQ_STOP_MARGIN_MS leaves no time in this invocation: no message will be taken (raise the function's timeout or lower the margin)"
             );
@@ -203,7 +211,7 @@ impl<T: Transport> Handler<T> {
             )),
             None => {
                 if let Some(kind) = event.get("detail-type").and_then(Value::as_str) {
-                    tracing::debug!(detail_type = kind, "scheduled poll");
+                    tracing::debug!(target: LOG_TARGET, detail_type = kind, "scheduled poll");
                 }
                 let report = self.poll_until(stop_at, send_deadline).await?;
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))

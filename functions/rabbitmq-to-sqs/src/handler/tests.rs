@@ -14,7 +14,7 @@ fn recorder() -> FakeSqs {
     )
 }
 
-fn function(vars: &[(&str, &str)], fifo: bool) -> (Handler<FakeSqs>, FakeSqs) {
+fn handler(vars: &[(&str, &str)], fifo: bool) -> (Handler<FakeSqs>, FakeSqs) {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
     let recorder = recorder();
     let mut send = SendSettings::default();
@@ -33,6 +33,16 @@ fn function(vars: &[(&str, &str)], fifo: bool) -> (Handler<FakeSqs>, FakeSqs) {
     (f, recorder)
 }
 
+/// [`Handler::new`] over a standard queue, without a Secrets Manager client.
+fn on_a_standard_queue(settings: Settings) -> Result<Handler<FakeSqs>, ConfigError> {
+    Handler::new(
+        settings,
+        Forwarder::new(recorder(), SendSettings::default(), EncodeRules::default()),
+        std::time::Duration::ZERO,
+        None,
+    )
+}
+
 fn sample(name: &str) -> Value {
     let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect("sample event");
@@ -43,15 +53,9 @@ fn sample(name: &str) -> Value {
 fn exactly_once_needs_a_fifo_target() {
     let settings = Settings::from_env(&Env::from_pairs(&[("DELIVERY_MODE", "exactly-once")]))
         .expect("settings");
-    let e = Handler::new(
-        settings,
-        Forwarder::new(recorder(), SendSettings::default(), EncodeRules::default()),
-        std::time::Duration::ZERO,
-        None,
-    )
-    .expect_err("standard target");
+    let e = on_a_standard_queue(settings).expect_err("standard target");
     assert_eq!(e.variable, "DELIVERY_MODE");
-    let (f, _) = function(&[("DELIVERY_MODE", "exactly-once")], true);
+    let (f, _) = handler(&[("DELIVERY_MODE", "exactly-once")], true);
     assert_eq!(f.settings().mode, DeliveryMode::ExactlyOnce);
 }
 
@@ -63,19 +67,13 @@ fn a_secret_needs_a_client() {
         ("RABBITMQ_PASSWORD_SECRET", "mq/svc"),
     ]))
     .expect("settings");
-    let e = Handler::new(
-        settings,
-        Forwarder::new(recorder(), SendSettings::default(), EncodeRules::default()),
-        std::time::Duration::ZERO,
-        None,
-    )
-    .expect_err("no client");
+    let e = on_a_standard_queue(settings).expect_err("no client");
     assert_eq!(e.variable, "RABBITMQ_PASSWORD_SECRET");
 }
 
 #[tokio::test]
 async fn a_scheduled_event_without_a_broker_says_what_is_missing() {
-    let (f, recorder) = function(&[], false);
+    let (f, recorder) = handler(&[], false);
     for name in ["rabbitmq-schedule.json", "rabbitmq-scheduler-input.json"] {
         let e = f
             .handle(sample(name), u64::MAX)
@@ -89,7 +87,7 @@ async fn a_scheduled_event_without_a_broker_says_what_is_missing() {
 
 #[tokio::test]
 async fn other_events_are_refused() {
-    let (f, _) = function(&[], false);
+    let (f, _) = handler(&[], false);
     let e = f
         .handle(
             serde_json::json!({"Records": [{"eventSource": "aws:sqs"}]}),
@@ -107,7 +105,7 @@ async fn other_events_are_refused() {
 
 #[tokio::test]
 async fn an_amazon_mq_batch_is_forwarded_whole() {
-    let (f, recorder) = function(&[], false);
+    let (f, recorder) = handler(&[], false);
     let out = f
         .handle(sample("rabbitmq-amazon-mq.json"), u64::MAX)
         .await
@@ -125,7 +123,7 @@ async fn an_amazon_mq_batch_is_forwarded_whole() {
 
 #[tokio::test]
 async fn an_amazon_mq_batch_with_an_unsent_message_fails_whole() {
-    let (f, _) = function(&[], false);
+    let (f, _) = handler(&[], false);
     let mut event = sample("rabbitmq-amazon-mq.json");
     // A second queue whose message SQS refuses ("fail" in the body).
     event["rmqMessagesByQueue"]["refunds::/"] = serde_json::json!([{
@@ -150,7 +148,7 @@ async fn an_amazon_mq_batch_with_an_unsent_message_fails_whole() {
 
 #[tokio::test]
 async fn exactly_once_fails_an_amazon_mq_batch_with_a_message_without_correlation_id() {
-    let (f, recorder) = function(&[("DELIVERY_MODE", "exactly-once")], true);
+    let (f, recorder) = handler(&[("DELIVERY_MODE", "exactly-once")], true);
     let e = f
         .handle(sample("rabbitmq-amazon-mq.json"), u64::MAX)
         .await
