@@ -37,7 +37,7 @@ async fn handler(
     let config = config(url, shared);
     let forwarder = connect(&config, true).await;
     let settings = Settings::from_env(&Env::from_pairs(own)).expect("valid settings");
-    Handler::new(forwarder, settings, config.deadline_margin)
+    Handler::new(settings, forwarder, config.deadline_margin)
 }
 
 fn event_text(name: &str) -> String {
@@ -288,7 +288,7 @@ async fn throttled_messages_are_207_or_429_and_the_rest_arrive() {
     );
     let settings =
         Settings::from_env(&Env::from_pairs(&[("RETRY_AFTER_SECONDS", "9")])).expect("settings");
-    let h = Handler::new(forwarder, settings, config.deadline_margin);
+    let h = Handler::new(settings, forwarder, config.deadline_margin);
 
     let ndjson = |body: &'static str| {
         event_with("apigw-http-ndjson.json", move |v| {

@@ -14,7 +14,7 @@ use forwarder_e2e::{attributes, client, connect, create_queue, drain};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::records::attribute;
-use kinesis_to_sqs::{Settings, handle};
+use kinesis_to_sqs::{Handler, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Forwarder, SqsTransport};
@@ -100,7 +100,8 @@ async fn the_small_sample_reaches_a_standard_queue_once() {
             )
         })
         .collect();
-    let response = handle(&fwd, &Settings::default(), event, None)
+    let response = Handler::new(Settings::default(), fwd.clone())
+        .handle(event, None)
         .await
         .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
@@ -151,7 +152,8 @@ async fn kpl_user_records_reach_a_fifo_queue_in_group_order_and_a_redelivery_add
     let fwd = forwarder(&url, &[]).await;
     let event = sample("kinesis-kpl.json");
     let again = event.clone();
-    let response = handle(&fwd, &Settings::default(), event, None)
+    let response = Handler::new(Settings::default(), fwd.clone())
+        .handle(event, None)
         .await
         .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
@@ -159,7 +161,8 @@ async fn kpl_user_records_reach_a_fifo_queue_in_group_order_and_a_redelivery_add
     // deduplication ids make SQS take none of it. (moto deduplicates only
     // against messages still in the queue, real SQS for five minutes after
     // the first send: redeliver before draining.)
-    let response = handle(&fwd, &Settings::default(), again, None)
+    let response = Handler::new(Settings::default(), fwd.clone())
+        .handle(again, None)
         .await
         .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
@@ -203,7 +206,8 @@ async fn the_oversize_sample_reports_the_large_record_and_sends_the_rest() {
     let fwd = forwarder(&url, &[]).await;
     let event = sample("kinesis-oversize.json");
     let big = event.records[1].kinesis.sequence_number.clone();
-    let response = handle(&fwd, &Settings::default(), event, None)
+    let response = Handler::new(Settings::default(), fwd.clone())
+        .handle(event, None)
         .await
         .expect("an answer");
     assert_eq!(reported(&response), vec![big.as_str()]);
@@ -230,7 +234,8 @@ async fn follow_the_answers(fwd: &Forwarder<FakeSqs>, n: usize) -> Vec<usize> {
     loop {
         checkpoints.push(checkpoint);
         assert!(checkpoints.len() <= 10, "no progress past {checkpoint}");
-        let response = handle(fwd, &Settings::default(), text_event(checkpoint, n), None)
+        let response = Handler::new(Settings::default(), fwd.clone())
+            .handle(text_event(checkpoint, n), None)
             .await
             .expect("an answer");
         let Some(lowest) = reported(&response).first().map(|s| s.to_string()) else {
@@ -342,14 +347,10 @@ async fn the_deadline_running_out_mid_batch_reports_exactly_what_did_not_arrive(
     let faults = FakeSqs::in_front_of(base.transport().clone()).stall_from_call(2);
     let fwd = Forwarder::new(faults, base.settings().clone(), base.rules().clone());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    let response = handle(
-        &fwd,
-        &Settings::default(),
-        text_event(0, 50),
-        Some(deadline),
-    )
-    .await
-    .expect("an answer");
+    let response = Handler::new(Settings::default(), fwd.clone())
+        .handle(text_event(0, 50), Some(deadline))
+        .await
+        .expect("an answer");
 
     let received: HashSet<usize> = drain(&sqs, &url, 50)
         .await

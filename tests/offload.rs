@@ -161,7 +161,7 @@ fn http_request(body: &str) -> Request {
 
 async fn http_handler(forwarder: Forwarder<SqsTransport>) -> Handler<SqsTransport> {
     let settings = apigw_to_sqs::Settings::from_env(&Env::from_pairs(&[])).expect("settings");
-    Handler::new(forwarder, settings, std::time::Duration::ZERO)
+    Handler::new(settings, forwarder, std::time::Duration::ZERO)
 }
 
 fn response_json(body: &Body) -> Value {
@@ -293,7 +293,8 @@ async fn a_5_mib_kinesis_record_reaches_an_extended_client_consumer_byte_for_byt
     let big = binary(5 * 1024 * 1024);
     let event = kinesis_event(&[b"small before", &big, b"small after"]);
     let settings = kinesis_to_sqs::Settings::default();
-    let response = kinesis_to_sqs::handle(&fwd, &settings, event, None)
+    let response = kinesis_to_sqs::Handler::new(settings, fwd.clone())
+        .handle(event, None)
         .await
         .expect("an answer");
     assert!(
@@ -402,14 +403,10 @@ async fn a_missing_bucket_fails_the_record_retryable_and_a_redelivery_loses_noth
     let big = text(1_500_000);
     let records: [&[u8]; 2] = [b"small", big.as_bytes()];
 
-    let response = kinesis_to_sqs::handle(
-        &fwd,
-        &kinesis_to_sqs::Settings::default(),
-        kinesis_event(&records),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = kinesis_to_sqs::Handler::new(kinesis_to_sqs::Settings::default(), fwd.clone())
+        .handle(kinesis_event(&records), None)
+        .await
+        .expect("an answer");
     assert_eq!(
         reported(&response),
         vec![seq(1)],
@@ -422,14 +419,10 @@ async fn a_missing_bucket_fails_the_record_retryable_and_a_redelivery_loses_noth
     // The bucket appears; Lambda delivers the batch again from the reported
     // record.
     create_bucket(&s3, &bucket).await;
-    let response = kinesis_to_sqs::handle(
-        &fwd,
-        &kinesis_to_sqs::Settings::default(),
-        kinesis_event(&records),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = kinesis_to_sqs::Handler::new(kinesis_to_sqs::Settings::default(), fwd.clone())
+        .handle(kinesis_event(&records), None)
+        .await
+        .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
     // At least once: "small" twice, the big record once.
     let consumed = consume(&url, &bucket, 3).await;

@@ -34,7 +34,7 @@ use lapin::BasicProperties;
 use lapin::options::QueueDeleteOptions;
 use rabbitmq_to_sqs::broker::BrokerError;
 use rabbitmq_to_sqs::drain::StopReason;
-use rabbitmq_to_sqs::{Function, HandlerError};
+use rabbitmq_to_sqs::{Handler, HandlerError};
 use serde_json::Value;
 use sqs_forwarder::SqsTransport;
 use sqs_forwarder::test_support::FakeSqs;
@@ -152,7 +152,7 @@ type Fault = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// The function polling `queues` (comma-separated, prefetch 5) into the SQS
 /// queue at `url`, with `fault` before SQS call `at`.
-fn poller(queues: &str, url: &str, at: usize, fault: Option<Fault>) -> Function<FakeSqs> {
+fn poller(queues: &str, url: &str, at: usize, fault: Option<Fault>) -> Handler<FakeSqs> {
     // The local SQS endpoint, with the fault run just before the
     // forwarder's `at`-th `SendMessageBatch` call (counted from 1) goes out.
     let mut sqs = FakeSqs::in_front_of(SqsTransport::new(client(), url));

@@ -19,7 +19,7 @@ use lapin::BasicProperties;
 use lapin::types::{AMQPValue, FieldTable, LongString, ShortString};
 use rabbitmq_to_sqs::broker::BrokerError;
 use rabbitmq_to_sqs::drain::StopReason;
-use rabbitmq_to_sqs::{Function, HandlerError};
+use rabbitmq_to_sqs::{Handler, HandlerError};
 use serde_json::Value;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Forwarder, SqsTransport};
@@ -609,7 +609,7 @@ async fn the_password_can_come_from_secrets_manager() {
         .expect("create secret");
 
     let with_secret = |secret: &str, fake: FakeSqs| {
-        Function::new(
+        Handler::new(
             settings(&[
                 ("RABBITMQ_URL", &url_with_password(None)),
                 ("RABBITMQ_QUEUES", &queue),

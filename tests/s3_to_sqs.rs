@@ -49,7 +49,7 @@ async fn handler(
     let settings = Settings::from_env(&Env::from_pairs(&function)).expect("valid settings");
     let mut vars = vec![("QUEUE_URL", url)];
     vars.extend_from_slice(shared);
-    let forwarder = connect(&config(&vars), settings.sets_group_ids()).await;
+    let forwarder = connect(&config(&vars), settings.source_sets_group_ids()).await;
     Handler::new(settings, forwarder, s3())
 }
 
@@ -682,7 +682,7 @@ async fn a_hundred_thousand_lines_each_reach_sqs_once() {
     let forwarder = connect_with(
         sqs.client(),
         &config(&[("QUEUE_URL", &sqs.queue_url())]),
-        settings.sets_group_ids(),
+        settings.source_sets_group_ids(),
     )
     .await
     .expect("connect");

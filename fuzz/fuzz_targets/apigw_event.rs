@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         SendSettings::default(),
         EncodeRules::default(),
     );
-    let handler = Handler::new(forwarder, settings, Duration::ZERO);
+    let handler = Handler::new(settings, forwarder, Duration::ZERO);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()

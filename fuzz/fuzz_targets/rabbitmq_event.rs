@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use rabbitmq_to_sqs::{Function, Settings};
+use rabbitmq_to_sqs::{Handler, Settings};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
@@ -20,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
         SendSettings::default(),
         EncodeRules::default(),
     );
-    let function = Function::new(settings, forwarder, Duration::ZERO, None).expect("function");
+    let function = Handler::new(settings, forwarder, Duration::ZERO, None).expect("function");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()

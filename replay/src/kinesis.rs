@@ -1,5 +1,5 @@
 //! Replaying a Kinesis range: the records read back from the stream go
-//! through kinesis-to-sqs's own [`kinesis_to_sqs::handle`], page by page, as
+//! through kinesis-to-sqs's own [`kinesis_to_sqs::Handler`], page by page, as
 //! Lambda would have delivered them, so bodies, attributes, KPL
 //! de-aggregation and FIFO group and deduplication ids are the function's
 //! (a FIFO target drops what already arrived within its five-minute
@@ -8,7 +8,7 @@
 use base64::Engine as _;
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
-use sqs_forwarder::{Forwarder, Transport};
+use sqs_forwarder::Transport;
 
 use crate::entry::KinesisRange;
 use crate::stream::{RangeReader, StreamError, StreamRecord};
@@ -84,8 +84,7 @@ pub fn event(range: &KinesisRange, records: &[StreamRecord]) -> Result<KinesisEv
 /// would: later records wait for the next run. `progress` hears the records
 /// sent after each page.
 pub async fn replay<T: Transport>(
-    forwarder: &Forwarder<T>,
-    settings: &kinesis_to_sqs::Settings,
+    handler: &kinesis_to_sqs::Handler<T>,
     mut reader: RangeReader,
     mut progress: impl FnMut(u64),
 ) -> RangeOutcome {
@@ -123,7 +122,7 @@ pub async fn replay<T: Transport>(
                 break;
             }
         };
-        match kinesis_to_sqs::handle(forwarder, settings, event, None).await {
+        match handler.handle(event, None).await {
             Ok(answer) if answer.batch_item_failures.is_empty() => {
                 outcome.sent += n;
                 progress(n);

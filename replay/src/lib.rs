@@ -6,7 +6,7 @@
 //!
 //! * A Kinesis entry (`KinesisBatchInfo`) names a shard and a sequence-number
 //!   range: the records are read back from the stream ([`stream`]) and go
-//!   through [`kinesis_to_sqs::handle`] ([`kinesis`]).
+//!   through [`kinesis_to_sqs::Handler`] ([`kinesis`]).
 //! * An S3 entry (the asynchronous invocation record) carries the original
 //!   event: it goes through s3-to-sqs's handler ([`s3`]).
 //!

@@ -88,8 +88,8 @@ async fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return cannot_start(&e),
     };
-    let sets_group_ids = kinesis.source_sets_group_ids() && s3.sets_group_ids();
-    let started = match startup::start_with(config, SERVICE, sets_group_ids).await {
+    let source_sets_group_ids = kinesis.source_sets_group_ids() && s3.source_sets_group_ids();
+    let started = match startup::start_with(config, SERVICE, source_sets_group_ids).await {
         Ok(s) => s,
         Err(e) => return cannot_start(&e),
     };
@@ -123,8 +123,8 @@ async fn main() -> ExitCode {
         let bucket = started.config.offload.as_ref().map(|o| o.bucket.as_str());
         let forwarder = dry_run::forwarder(&started.forwarder, bucket, counts.clone());
         let replayer = Replayer {
-            handler: s3_to_sqs::Handler::new(s3, forwarder, s3_client),
-            kinesis,
+            kinesis: kinesis_to_sqs::Handler::new(kinesis, forwarder.clone()),
+            s3: s3_to_sqs::Handler::new(s3, forwarder, s3_client),
             streams,
             queue,
             options,
@@ -135,8 +135,8 @@ async fn main() -> ExitCode {
         totals
     } else {
         let replayer = Replayer {
-            handler: s3_to_sqs::Handler::new(s3, started.forwarder.clone(), s3_client),
-            kinesis,
+            kinesis: kinesis_to_sqs::Handler::new(kinesis, started.forwarder.clone()),
+            s3: s3_to_sqs::Handler::new(s3, started.forwarder.clone(), s3_client),
             streams,
             queue,
             options,

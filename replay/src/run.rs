@@ -17,7 +17,6 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
-use s3_to_sqs::Handler;
 use sqs_forwarder::{QueueReader, Received, Transport};
 
 use crate::entry::{self, EntryError, FailureEntry};
@@ -61,10 +60,10 @@ impl Default for Options {
 /// What a run works with.
 #[derive(Debug)]
 pub struct Replayer<T> {
-    /// s3-to-sqs's handler; its forwarder serves the Kinesis ranges too.
-    pub handler: Handler<T>,
-    /// kinesis-to-sqs's settings.
-    pub kinesis: kinesis_to_sqs::Settings,
+    /// s3-to-sqs's handler, for S3 events.
+    pub s3: s3_to_sqs::Handler<T>,
+    /// kinesis-to-sqs's handler, for Kinesis ranges (the same forwarder).
+    pub kinesis: kinesis_to_sqs::Handler<T>,
     /// Kinesis clients.
     pub streams: Streams,
     /// The on-failure queue.
@@ -118,7 +117,7 @@ impl<T: Transport> Replayer<T> {
                     match RangeReader::open(client, range, self.options.records_per_call).await {
                         Ok(reader) => {
                             let mut sent = 0;
-                            kinesis::replay(self.handler.forwarder(), &self.kinesis, reader, |n| {
+                            kinesis::replay(&self.kinesis, reader, |n| {
                                 sent += n;
                                 progress.status(format!("{sent} records of this entry sent"));
                             })
@@ -145,7 +144,7 @@ impl<T: Transport> Replayer<T> {
                         .unwrap_or_default()
                 );
                 progress.status("forwarding an S3 event".to_owned());
-                match s3::replay(&self.handler, &event).await {
+                match s3::replay(&self.s3, &event).await {
                     EventOutcome::Sent { records, messages } => Done {
                         what,
                         verdict: self.replayed(),

@@ -139,7 +139,8 @@ async fn failed_run(event: KinesisEvent) -> Vec<String> {
     )
     .await
     .expect("connect");
-    let answer = kinesis_to_sqs::handle(&fwd, &kinesis_to_sqs::Settings::default(), event, None)
+    let answer = kinesis_to_sqs::Handler::new(kinesis_to_sqs::Settings::default(), fwd.clone())
+        .handle(event, None)
         .await
         .expect("an answer");
     answer
@@ -329,14 +330,10 @@ async fn a_fifo_target_gets_no_duplicate_when_the_replay_overlaps_what_arrived()
     let fwd = connect_with(client(), &config(&[("QUEUE_URL", &target)]), true)
         .await
         .expect("connect");
-    let answer = kinesis_to_sqs::handle(
-        &fwd,
-        &kinesis_to_sqs::Settings::default(),
-        lambda_event(&k, &arn, 0, 12).await,
-        None,
-    )
-    .await
-    .expect("an answer");
+    let answer = kinesis_to_sqs::Handler::new(kinesis_to_sqs::Settings::default(), fwd.clone())
+        .handle(lambda_event(&k, &arn, 0, 12).await, None)
+        .await
+        .expect("an answer");
     assert!(answer.batch_item_failures.is_empty());
     // Lambda gave up on the whole batch of 20.
     let failure_queue = create_queue(&client(), "replay-failures", &[]).await;

@@ -12,6 +12,14 @@ use crate::env::{Allowed, Variable};
 pub use fake_sqs::{Attempt, Call, FakeSqs, Reply, Seen};
 pub use http_proxy::{ProxyRequest, TestProxy};
 
+/// A sample event of the workspace's `events/` directory (`name`:
+/// `kinesis-small.json`, ...), as JSON.
+pub fn sample_event(name: &str) -> serde_json::Value {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 /// Cases for a fuzz-style property test: `PROPTEST_CASES` when set (for
 /// long runs), else `default` (a short smoke in the normal test run).
 pub fn proptest_cases(default: u32) -> u32 {

@@ -12,7 +12,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use rabbitmq_to_sqs::drain::PollReport;
-use rabbitmq_to_sqs::{Function, Settings};
+use rabbitmq_to_sqs::{Handler, Settings};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::{Env, Forwarder, RetryPolicy, SendSettings, Transport};
 use tokio::time::Instant;
@@ -255,12 +255,12 @@ pub fn fake_forwarder<T: Transport>(transport: T, fifo: bool) -> Forwarder<T> {
 }
 
 /// The function under test, its AMQP connection named uniquely.
-pub fn function<T: Transport>(vars: &[(&str, &str)], forwarder: Forwarder<T>) -> Function<T> {
+pub fn function<T: Transport>(vars: &[(&str, &str)], forwarder: Forwarder<T>) -> Handler<T> {
     // A generous idle wait: on a loaded machine a delivery may take a while,
     // and the tests count exactly what was drained.
     let mut all = vec![("RABBITMQ_IDLE_MS", "1000")];
     all.extend_from_slice(vars);
-    Function::new(settings(&all), forwarder, Duration::from_millis(200), None)
+    Handler::new(settings(&all), forwarder, Duration::from_millis(200), None)
         .expect("function")
         .with_connection_name(unique("rmq-e2e"))
 }
@@ -271,6 +271,6 @@ pub fn far() -> Instant {
 }
 
 /// Poll until [`far`]; panics on an error.
-pub async fn poll<T: Transport>(f: &Function<T>) -> PollReport {
+pub async fn poll<T: Transport>(f: &Handler<T>) -> PollReport {
     f.poll_until(far(), None).await.expect("poll")
 }

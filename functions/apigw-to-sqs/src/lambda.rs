@@ -1,5 +1,5 @@
 //! The function as Lambda runs it: started once per cold start
-//! ([`ColdStart`]), then one [`Lambda::handle`] per request, metrics flushed
+//! ([`ColdStart`]), then one [`Lambda::invoke`] per request, metrics flushed
 //! after each.
 
 use lambda_http::{Body, Request, Response};
@@ -24,7 +24,7 @@ impl ColdStart for Lambda {
         // Group ids come from the X-Message-Group-Id header.
         let started = startup::start(SERVICE, true).await?;
         Ok(Lambda {
-            handler: Handler::new(started.forwarder, settings, started.config.deadline_margin),
+            handler: Handler::new(settings, started.forwarder, started.config.deadline_margin),
             observability: started.observability,
         })
     }
@@ -33,7 +33,7 @@ impl ColdStart for Lambda {
 impl Lambda {
     /// Answer one request (the deadline is the request context's, less
     /// `DEADLINE_MARGIN_MS`).
-    pub async fn handle(&self, request: Request) -> Response<Body> {
+    pub async fn invoke(&self, request: Request) -> Response<Body> {
         let response = self.handler.handle(request).await;
         self.observability.flush();
         response

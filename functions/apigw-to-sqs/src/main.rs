@@ -1,5 +1,5 @@
 //! apigw-to-sqs's Lambda entry point: [`Lambda`] started once, then one
-//! [`handler`] call per request. See the crate docs.
+//! [`invoke`] call per request. See the crate docs.
 
 use std::convert::Infallible;
 use std::process::ExitCode;
@@ -23,12 +23,12 @@ async fn main() -> ExitCode {
     // and fail the invocation on the last); a host or scheme that cannot
     // form a URI is left out of it (see `apigw_to_sqs::event`).
     startup::main(|f: &'static Lambda| {
-        let service = Adapter::from(service_fn(|r| handler(f, r)));
+        let service = Adapter::from(service_fn(|r| invoke(f, r)));
         lambda_runtime::run(RefuseUndecodable::new(service))
     })
     .await
 }
 
-async fn handler(lambda: &Lambda, request: Request) -> Result<Response<Body>, Infallible> {
-    Ok(lambda.handle(request).await)
+async fn invoke(lambda: &Lambda, request: Request) -> Result<Response<Body>, Infallible> {
+    Ok(lambda.invoke(request).await)
 }

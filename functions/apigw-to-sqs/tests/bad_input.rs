@@ -33,7 +33,7 @@ fn handler(vars: &[(&str, &str)]) -> Handler<FakeSqs> {
         SendSettings::default(),
         EncodeRules::default(),
     );
-    Handler::new(forwarder, settings, Duration::ZERO)
+    Handler::new(settings, forwarder, Duration::ZERO)
 }
 
 fn sent(h: &Handler<FakeSqs>) -> usize {

@@ -38,7 +38,7 @@ fn handler(fifo: bool) -> Handler<FakeSqs> {
         ..EncodeRules::default()
     };
     let forwarder = Forwarder::new(FakeSqs::new(), SendSettings::default(), rules);
-    Handler::new(forwarder, settings, Duration::ZERO)
+    Handler::new(settings, forwarder, Duration::ZERO)
 }
 
 fn body_bytes() -> impl Strategy<Value = Vec<u8>> {

@@ -41,7 +41,7 @@ fn handler_with(fake: FakeSqs, rules: EncodeRules, vars: &[(&str, &str)]) -> Han
         },
         ..SendSettings::default()
     };
-    Handler::new(Forwarder::new(fake, send, rules), settings, Duration::ZERO)
+    Handler::new(settings, Forwarder::new(fake, send, rules), Duration::ZERO)
 }
 
 fn handler(fake: FakeSqs) -> Handler<FakeSqs> {

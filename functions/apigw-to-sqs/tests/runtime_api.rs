@@ -4,19 +4,11 @@
 //! is no HTTP event at all fails with the documented error type. Needs the
 //! local SQS endpoint (`SQS_TEST_ENDPOINT`) for its start.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
-use sqs_forwarder::test_support::runtime_api::{
-    FunctionProcess, Posted, RuntimeApi, local_env, local_queue,
-};
+use sqs_forwarder::test_support::runtime_api::{init_error, serving};
+use sqs_forwarder::test_support::sample_event;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_apigw-to-sqs");
-
-fn sample(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
-}
 
 fn code(answer: &Value) -> String {
     let body: Value = serde_json::from_str(answer["body"].as_str().expect("a body")).expect("json");
@@ -28,12 +20,10 @@ fn code(answer: &Value) -> String {
 
 #[tokio::test]
 async fn not_quite_real_events_get_http_answers() {
-    let (queue, endpoint) = local_queue("apigw-runtime-api").await;
-    let api = RuntimeApi::start().await;
-    let _function = FunctionProcess::spawn(BINARY, &api, &local_env(&queue, &endpoint));
+    let (api, _function) = serving(BINARY, "apigw-runtime-api").await;
 
     // A placeholder host, as `sam local generate-event` writes it: served.
-    let mut event = sample("apigw-rest-single.json");
+    let mut event = sample_event("apigw-rest-single.json");
     event["headers"]["Host"] = json!("1234567890.execute-api.{dns_suffix}");
     event["multiValueHeaders"]["Host"] = json!(["1234567890.execute-api.{dns_suffix}"]);
     event["requestContext"]["domainName"] = json!("1234567890.execute-api.{dns_suffix}");
@@ -41,7 +31,7 @@ async fn not_quite_real_events_get_http_answers() {
     assert_eq!(answer.response()["statusCode"], 202, "{answer:?}");
 
     // No requestContext.httpMethod: a 400 in the REST API's format.
-    let mut event = sample("apigw-rest-single.json");
+    let mut event = sample_event("apigw-rest-single.json");
     event["requestContext"]
         .as_object_mut()
         .expect("a context")
@@ -59,7 +49,7 @@ async fn not_quite_real_events_get_http_answers() {
     );
 
     // Not an HTTP event at all: the invocation fails, with its type.
-    let posted = api.invoke(&sample("s3-put.json")).await;
+    let posted = api.invoke(&sample_event("s3-put.json")).await;
     assert_eq!(
         posted.error().error_type,
         "ApigwToSqs.InvalidEvent",
@@ -69,23 +59,18 @@ async fn not_quite_real_events_get_http_answers() {
 
 #[tokio::test]
 async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
-    let api = RuntimeApi::start().await;
-    let mut function = FunctionProcess::spawn(
+    let (error, exit) = init_error(
         BINARY,
-        &api,
         &[
             ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
             ("MAX_MESSAGES", "0"),
         ],
-    );
-    let posted = api.next_posted(Duration::from_secs(60)).await;
-    let Some(Posted::InitError(error)) = posted else {
-        panic!("expected an init error, got {posted:?}");
-    };
+    )
+    .await;
     assert_eq!(error.error_type, "ApigwToSqs.InvalidConfiguration");
     assert!(
         error.error_message.contains("MAX_MESSAGES=\"0\""),
         "{error:?}"
     );
-    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+    assert_eq!(exit, Some(2));
 }

@@ -68,8 +68,8 @@ fn handler(failure: Option<(&'static str, bool)>) -> Handler<FakeSqs> {
         ..SendSettings::default()
     };
     Handler::new(
-        Forwarder::new(sqs(failure), send, EncodeRules::default()),
         settings,
+        Forwarder::new(sqs(failure), send, EncodeRules::default()),
         Duration::ZERO,
     )
 }

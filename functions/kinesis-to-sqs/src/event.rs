@@ -1,7 +1,7 @@
 //! The event as Lambda sends it, read with only the fields the function
 //! uses.
 //!
-//! [`KinesisEvent`] (aws_lambda_events) is what [`crate::handle`] takes. The
+//! [`KinesisEvent`] (aws_lambda_events) is what [`crate::Handler::handle`] takes. The
 //! function does not read it with that type's own `Deserialize`: it copies
 //! seven strings per record that nothing here reads (region, event name,
 //! source, version, role, schema version, encryption type), and its

@@ -1,22 +1,21 @@
 //! The function as Lambda runs it: started once per cold start
-//! ([`ColdStart`]), then one [`Lambda::handle`] per batch, metrics flushed
+//! ([`ColdStart`]), then one [`Lambda::invoke`] per batch, metrics flushed
 //! after each.
 
 use lambda_runtime::LambdaEvent;
 use sqs_forwarder::observability::Observability;
 use sqs_forwarder::startup::{self, ColdStart, StartError};
-use sqs_forwarder::{Env, Forwarder, SqsTransport};
+use sqs_forwarder::{Env, SqsTransport};
 
 use sqs_forwarder::payload::Checked;
 
 use crate::event::{Incoming, KinesisEvent, KinesisEventResponse};
-use crate::{InvocationError, SERVICE, Settings, handle};
+use crate::{Handler, InvocationError, SERVICE, Settings};
 
 /// What the function keeps between invocations.
 #[derive(Debug)]
 pub struct Lambda {
-    settings: Settings,
-    forwarder: Forwarder<SqsTransport>,
+    handler: Handler<SqsTransport>,
     observability: Observability,
     margin: std::time::Duration,
 }
@@ -29,9 +28,8 @@ impl ColdStart for Lambda {
         let settings = Settings::from_env(env)?;
         let started = startup::start(SERVICE, settings.source_sets_group_ids()).await?;
         Ok(Lambda {
-            settings,
             margin: started.margin(),
-            forwarder: started.forwarder,
+            handler: Handler::new(settings, started.forwarder),
             observability: started.observability,
         })
     }
@@ -42,7 +40,7 @@ impl Lambda {
     /// `DEADLINE_MARGIN_MS`) and answer which records Lambda must deliver
     /// again. An event that cannot be read fails the invocation
     /// (`KinesisToSqs.InvalidEvent`) before anything is sent.
-    pub async fn handle(
+    pub async fn invoke(
         &self,
         event: LambdaEvent<Checked<Incoming>>,
     ) -> Result<KinesisEventResponse, InvocationError> {
@@ -65,13 +63,7 @@ impl Lambda {
                 .as_millis() as u64,
             "invocation"
         );
-        let answer = handle(
-            &self.forwarder,
-            &self.settings,
-            event.payload,
-            Some(deadline),
-        )
-        .await;
+        let answer = self.handler.handle(event.payload, Some(deadline)).await;
         self.observability.flush();
         Ok(answer?)
     }

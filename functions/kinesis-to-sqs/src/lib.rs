@@ -20,17 +20,15 @@
 //! a 6 MB event of KPL aggregates holding 600,000 user records never has
 //! more than the window's worth of messages built at once.
 //!
-//! [`handle`] is generic over the [`Transport`], so tests drive it with a
-//! fake and with the real `SqsTransport` against a local SQS endpoint.
-
-use aws_lambda_events::event::kinesis::KinesisEvent;
-use aws_lambda_events::event::streams::KinesisEventResponse;
-use sqs_forwarder::{Forwarder, Transport};
-use tokio::time::Instant;
+//! [`Handler`] (event in, messages out, outcomes back as the answer) is
+//! generic over the [`Transport`](sqs_forwarder::Transport), so tests drive
+//! it with a fake and with the real `SqsTransport` against a local SQS
+//! endpoint; [`Lambda`] is what Lambda keeps between invocations.
 
 pub mod checkpoint;
 pub mod error;
 pub mod event;
+pub mod handler;
 pub mod kpl;
 pub mod lambda;
 pub mod records;
@@ -38,6 +36,7 @@ pub mod settings;
 
 pub use checkpoint::AnswerError;
 pub use error::InvocationError;
+pub use handler::Handler;
 pub use lambda::Lambda;
 pub use settings::{Settings, VARIABLES};
 
@@ -62,86 +61,4 @@ pub mod metric {
     pub const RECORDS_FAILED: &str = "RecordsFailed";
     /// Records that failed for good and were left out (`PERMANENT_FAILURES=skip`).
     pub const RECORDS_SKIPPED: &str = "RecordsSkipped";
-}
-
-/// Forward one batch and answer which records Lambda must deliver again.
-///
-/// `deadline`: when sending must stop (the Lambda deadline less the margin);
-/// what is unsent then is reported, not lost.
-pub async fn handle<T: Transport>(
-    forwarder: &Forwarder<T>,
-    settings: &Settings,
-    event: KinesisEvent,
-    deadline: Option<Instant>,
-) -> Result<KinesisEventResponse, AnswerError> {
-    let total = event.records.len();
-    let fifo = forwarder.rules().fifo;
-    let infos = records::inspect(&event.records, settings);
-    let user_records: usize = infos
-        .iter()
-        .filter(|r| r.aggregated)
-        .map(|r| r.messages)
-        .sum();
-    metrics::counter!(metric::RECORDS_IN).increment(total as u64);
-    metrics::counter!(metric::USER_RECORDS).increment(user_records as u64);
-
-    let mut tracker = checkpoint::Tracker::new(&infos);
-    let messages = records::messages(event.records, &infos, settings, fifo);
-    let tally = forwarder
-        .forward(messages, deadline, |o| tracker.record(&o))
-        .await;
-    let summary = tally.summary;
-    let per_record = tracker.finish();
-    let answer = checkpoint::answer(&infos, &per_record, settings.permanent_failures);
-
-    // Why records failed, by code ("DeadlineExceeded:3,MessageTooLarge:1").
-    let mut codes: std::collections::BTreeMap<&str, usize> = Default::default();
-    for outcome in &per_record {
-        if let checkpoint::RecordOutcome::Failed(f) = outcome {
-            *codes.entry(f.code.as_str()).or_default() += 1;
-        }
-    }
-    let failure_codes = codes
-        .iter()
-        .map(|(code, n)| format!("{code}:{n}"))
-        .collect::<Vec<_>>()
-        .join(",");
-
-    match &answer {
-        Ok(a) => {
-            metrics::counter!(metric::RECORDS_FAILED).increment(a.reported as u64);
-            metrics::counter!(metric::RECORDS_SKIPPED).increment(a.skipped as u64);
-            let first = a
-                .response
-                .batch_item_failures
-                .first()
-                .and_then(|f| f.item_identifier.as_deref());
-            let log = |msg: &str| {
-                tracing::info!(
-                    records = total,
-                    user_records,
-                    messages = tally.messages,
-                    sent = summary.sent,
-                    failed_retryable = summary.failed_retryable,
-                    failed_permanent = summary.failed_permanent,
-                    dropped = summary.dropped,
-                    reported = a.reported,
-                    skipped = a.skipped,
-                    resume_at = first.unwrap_or(""),
-                    failure_codes = %failure_codes,
-                    "{msg}"
-                )
-            };
-            if a.reported == 0 {
-                log("batch forwarded");
-            } else {
-                log("batch partly forwarded; Lambda resumes at the lowest reported record");
-            }
-        }
-        Err(e) => {
-            metrics::counter!(metric::RECORDS_FAILED).increment(total as u64);
-            tracing::error!(error = %e, records = total, "failing the invocation");
-        }
-    }
-    answer.map(|a| a.response)
 }

@@ -1,5 +1,5 @@
 //! kinesis-to-sqs's Lambda entry point: [`Lambda`] started once, then one
-//! [`handler`] call per batch. See the crate docs.
+//! [`invoke`] call per batch. See the crate docs.
 
 use std::process::ExitCode;
 
@@ -17,7 +17,7 @@ static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::A
 // spends the least CPU per record (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| invoke(f, e)))).await
 }
 
 /// The event is read as [`Incoming`] (the fields the function uses) by
@@ -27,9 +27,9 @@ async fn main() -> ExitCode {
 /// error stays an [`InvocationError`], whose `Into<Diagnostic>` gives Lambda
 /// its `errorType`: boxed into `lambda_runtime::Error`, it would be reported
 /// by its Rust type's name.
-async fn handler(
+async fn invoke(
     lambda: &Lambda,
     event: LambdaEvent<Checked<Incoming>>,
 ) -> Result<KinesisEventResponse, InvocationError> {
-    lambda.handle(event).await
+    lambda.invoke(event).await
 }

@@ -9,7 +9,7 @@ mod common;
 use common::{accepting, event, forwarder, record, seq};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::Incoming;
-use kinesis_to_sqs::{Settings, VARIABLES, handle};
+use kinesis_to_sqs::{Handler, Settings, VARIABLES};
 use serde_json::json;
 use sqs_forwarder::payload::Payload;
 use sqs_forwarder::test_support::{
@@ -108,7 +108,8 @@ fn malformed_events_fail_naming_the_record_and_field() {
 async fn an_empty_batch_sends_nothing_and_reports_nothing() {
     let fake = accepting();
     let f = forwarder(&fake, false);
-    let answer = handle(&f, &Settings::default(), event(vec![]), None)
+    let answer = Handler::new(Settings::default(), f.clone())
+        .handle(event(vec![]), None)
         .await
         .expect("an answer");
     assert!(answer.batch_item_failures.is_empty());
@@ -129,7 +130,8 @@ async fn records_that_cannot_be_messages_are_reported_not_dropped() {
     ]);
     let fake = accepting();
     let f = forwarder(&fake, false);
-    let answer = handle(&f, &Settings::default(), ev, None)
+    let answer = Handler::new(Settings::default(), f.clone())
+        .handle(ev, None)
         .await
         .expect("an answer");
     let mut bodies = fake.accepted_bodies();
@@ -149,7 +151,8 @@ async fn a_failed_record_without_a_sequence_number_fails_the_invocation() {
         .remove("sequenceNumber");
     let fake = accepting();
     let f = forwarder(&fake, false);
-    let e = handle(&f, &Settings::default(), event(vec![r]), None)
+    let e = Handler::new(Settings::default(), f.clone())
+        .handle(event(vec![r]), None)
         .await
         .expect_err("no way to report it");
     let text = e.to_string();

@@ -17,7 +17,7 @@ use common::{
 };
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::settings::{GroupIdSource, PermanentFailures, Settings};
-use kinesis_to_sqs::{handle, kpl};
+use kinesis_to_sqs::{Handler, kpl};
 use proptest::prelude::*;
 use sqs_forwarder::transport::CallError;
 use sqs_forwarder::{Failure, SendSettings};
@@ -31,7 +31,8 @@ async fn answer(
     settings: &Settings,
     event: kinesis_to_sqs::event::KinesisEvent,
 ) -> KinesisEventResponse {
-    handle(&forwarder(fake, fifo), settings, event, None)
+    Handler::new(*settings, forwarder(fake, fifo))
+        .handle(event, None)
         .await
         .expect("an answer")
 }
@@ -147,14 +148,10 @@ async fn a_whole_call_failing_for_good_reports_its_records() {
         max_in_flight: 1,
         ..send_settings()
     };
-    let response = handle(
-        &forwarder_with(&fake, settings, false),
-        &Settings::default(),
-        text_event(25, &["a"]),
-        None,
-    )
-    .await
-    .expect("an answer");
+    let response = Handler::new(Settings::default(), forwarder_with(&fake, settings, false))
+        .handle(text_event(25, &["a"]), None)
+        .await
+        .expect("an answer");
     // The first call carried records 0..10.
     assert_eq!(
         owned(reported(&response)),
@@ -168,8 +165,9 @@ async fn a_whole_call_failing_for_good_reports_its_records() {
         permanent_failures: PermanentFailures::Skip,
         ..Settings::default()
     };
-    let response = handle(
-        &forwarder_with(
+    let response = Handler::new(
+        skip,
+        forwarder_with(
             &fake,
             SendSettings {
                 max_in_flight: 1,
@@ -177,10 +175,8 @@ async fn a_whole_call_failing_for_good_reports_its_records() {
             },
             false,
         ),
-        &skip,
-        text_event(25, &["a"]),
-        None,
     )
+    .handle(text_event(25, &["a"]), None)
     .await
     .expect("an answer");
     assert_eq!(
@@ -223,14 +219,10 @@ async fn the_deadline_running_out_mid_batch_reports_exactly_the_unsent_records()
         ..send_settings()
     };
     let deadline = Instant::now() + Duration::from_millis(350);
-    let response = handle(
-        &forwarder_with(&fake, settings, false),
-        &Settings::default(),
-        text_event(100, &["a", "b", "c"]),
-        Some(deadline),
-    )
-    .await
-    .expect("an answer");
+    let response = Handler::new(Settings::default(), forwarder_with(&fake, settings, false))
+        .handle(text_event(100, &["a", "b", "c"]), Some(deadline))
+        .await
+        .expect("an answer");
     let accepted = fake.accepted_bodies();
     let expected = unsent(&text_messages(100), &accepted);
     assert!(
@@ -450,7 +442,8 @@ async fn simulate(n: usize, failures: Vec<u32>, fifo: bool, in_flight: usize) {
                 .collect(),
         );
         let before = fake.accepted().len();
-        let response = handle(&fwd, &Settings::default(), batch, None)
+        let response = Handler::new(Settings::default(), fwd.clone())
+            .handle(batch, None)
             .await
             .expect("an answer");
         let reported = owned(reported(&response));

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use common::{accepting, forwarder};
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::settings::{BodyFormat, GroupIdSource};
-use kinesis_to_sqs::{Settings, handle, kpl, records};
+use kinesis_to_sqs::{Handler, Settings, kpl, records};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sqs_forwarder::test_support::proptest_cases;
@@ -178,7 +178,8 @@ proptest! {
         let prepared = records::prepare(event.records.clone(), &s, fifo);
         // Each record is at most two user records here (see any_record).
         prop_assert!(prepared.messages.len() <= 2 * n);
-        match rt.block_on(handle(&f, &s, event, None)) {
+        match rt.block_on(Handler::new(s, f.clone())
+        .handle(event, None)) {
             Ok(answer) => {
                 // Whatever was not sent is reported, by a real sequence number.
                 for id in kinesis_to_sqs::checkpoint::reported(&answer) {

@@ -3,27 +3,19 @@
 //! `errorMessage` as the runtime posts them), and the answer to a batch.
 //! Needs the local SQS endpoint (`SQS_TEST_ENDPOINT`) for its start.
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
+use serde_json::json;
 use sqs_forwarder::test_support::runtime_api::{
-    FunctionProcess, Posted, RuntimeApi, local_env, local_queue,
+    init_error, local_env, local_queue, past_deadline_ms, serving,
 };
+use sqs_forwarder::test_support::sample_event;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kinesis-to-sqs");
 
-fn sample(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
-}
-
 #[tokio::test]
 async fn lambda_gets_the_documented_error_types() {
-    let (queue, endpoint) = local_queue("kinesis-runtime-api").await;
-    let api = RuntimeApi::start().await;
-    let _function = FunctionProcess::spawn(BINARY, &api, &local_env(&queue, &endpoint));
+    let (api, _function) = serving(BINARY, "kinesis-runtime-api").await;
 
-    let answer = api.invoke(&sample("kinesis-small.json")).await;
+    let answer = api.invoke(&sample_event("kinesis-small.json")).await;
     assert_eq!(
         answer.response(),
         &json!({"batchItemFailures": []}),
@@ -31,7 +23,7 @@ async fn lambda_gets_the_documented_error_types() {
     );
 
     // A malformed event: the function's own error type, the field named.
-    let mut bad = sample("kinesis-small.json");
+    let mut bad = sample_event("kinesis-small.json");
     bad["Records"][1]["kinesis"]["data"] = json!("not base64!");
     let posted = api.invoke(&bad).await;
     let error = posted.error();
@@ -51,12 +43,8 @@ async fn lambda_gets_the_documented_error_types() {
 
     // A failed record without a sequence number cannot be reported: the
     // deadline came first, and the record has none.
-    let past = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64
-        - 1_000;
-    let mut unnamed = sample("kinesis-small.json");
+    let past = past_deadline_ms();
+    let mut unnamed = sample_event("kinesis-small.json");
     unnamed["Records"][0]["kinesis"]["sequenceNumber"] = json!("");
     let posted = api.invoke_until(&unnamed, past).await;
     let error = posted.error();
@@ -69,25 +57,20 @@ async fn lambda_gets_the_documented_error_types() {
 
 #[tokio::test]
 async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
-    let api = RuntimeApi::start().await;
-    let mut function = FunctionProcess::spawn(
+    let (error, exit) = init_error(
         BINARY,
-        &api,
         &[
             ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
             ("BODY_FORMAT", "json"),
         ],
-    );
-    let posted = api.next_posted(Duration::from_secs(60)).await;
-    let Some(Posted::InitError(error)) = posted else {
-        panic!("expected an init error, got {posted:?}");
-    };
+    )
+    .await;
     assert_eq!(error.error_type, "KinesisToSqs.InvalidConfiguration");
     assert_eq!(
         error.error_message,
         "invalid configuration: BODY_FORMAT=\"json\": one of: raw, envelope"
     );
-    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+    assert_eq!(exit, Some(2));
 }
 
 #[tokio::test]
@@ -97,13 +80,8 @@ async fn a_queue_that_cannot_be_read_fails_the_init_as_start_failed() {
         "{endpoint}/123456789012/no-such-queue-{}",
         std::process::id()
     );
-    let api = RuntimeApi::start().await;
-    let mut function = FunctionProcess::spawn(BINARY, &api, &local_env(&missing, &endpoint));
-    let posted = api.next_posted(Duration::from_secs(60)).await;
-    let Some(Posted::InitError(error)) = posted else {
-        panic!("expected an init error, got {posted:?}");
-    };
+    let (error, exit) = init_error(BINARY, &local_env(&missing, &endpoint)).await;
     assert_eq!(error.error_type, "KinesisToSqs.StartFailed", "{error:?}");
     assert!(error.error_message.contains("no-such-queue"), "{error:?}");
-    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+    assert_eq!(exit, Some(2));
 }

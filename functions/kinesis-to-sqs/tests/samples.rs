@@ -8,7 +8,7 @@ use common::{accepting, forwarder, forwarder_with, sample, send_settings};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::records::{attribute, sqs_id};
 use kinesis_to_sqs::settings::{BodyFormat, PermanentFailures, Settings};
-use kinesis_to_sqs::{handle, kpl};
+use kinesis_to_sqs::{Handler, kpl};
 use serde_json::Value;
 use sqs_forwarder::{OversizePolicy, SendSettings};
 
@@ -55,7 +55,8 @@ async fn the_small_sample_arrives_whole() {
         .collect();
     let binary = event.records[2].kinesis.data.0.clone();
     let fake = accepting();
-    let response = handle(&forwarder(&fake, false), &Settings::default(), event, None)
+    let response = Handler::new(Settings::default(), forwarder(&fake, false))
+        .handle(event, None)
         .await
         .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
@@ -152,7 +153,8 @@ async fn the_kpl_sample_arrives_as_user_records_with_their_own_keys_and_ids() {
     let event = sample("kinesis-kpl.json");
     let expected = expected();
     let fake = accepting();
-    let response = handle(&forwarder(&fake, true), &Settings::default(), event, None)
+    let response = Handler::new(Settings::default(), forwarder(&fake, true))
+        .handle(event, None)
         .await
         .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
@@ -224,7 +226,8 @@ async fn the_kpl_sample_in_an_envelope_keeps_the_explicit_hash_key() {
         body_format: BodyFormat::Envelope,
         ..Settings::default()
     };
-    let response = handle(&forwarder(&fake, false), &settings, event, None)
+    let response = Handler::new(settings, forwarder(&fake, false))
+        .handle(event, None)
         .await
         .expect("an answer");
     assert!(response.batch_item_failures.is_empty());
@@ -259,7 +262,8 @@ async fn oversize_answer(
         .map(|r| r.kinesis.sequence_number.clone())
         .collect();
     let fake = accepting();
-    let response = handle(&forwarder_with(&fake, send, false), settings, event, None)
+    let response = Handler::new(*settings, forwarder_with(&fake, send, false))
+        .handle(event, None)
         .await
         .expect("an answer");
     let reported = reported(&response).into_iter().map(str::to_owned).collect();
@@ -313,7 +317,8 @@ async fn a_ten_mib_record_goes_through_the_oversize_policy() {
     ]);
     drop(big);
     let fake = accepting();
-    let response = handle(&forwarder(&fake, false), &Settings::default(), event, None)
+    let response = Handler::new(Settings::default(), forwarder(&fake, false))
+        .handle(event, None)
         .await
         .expect("an answer");
     assert_eq!(reported(&response), vec![common::seq(1)]);

@@ -1,5 +1,5 @@
 //! The function as Lambda runs it: started once per cold start
-//! ([`ColdStart`]), then one [`Lambda::handle`] per invocation (a scheduled
+//! ([`ColdStart`]), then one [`Lambda::invoke`] per invocation (a scheduled
 //! poll or an Amazon MQ batch), metrics flushed after each.
 
 use lambda_runtime::LambdaEvent;
@@ -8,11 +8,11 @@ use sqs_forwarder::observability::Observability;
 use sqs_forwarder::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
-use crate::{Function, HandlerError, SERVICE, Settings};
+use crate::{Handler, HandlerError, SERVICE, Settings};
 
 /// What the function keeps between invocations.
 pub struct Lambda {
-    function: Function<SqsTransport>,
+    handler: Handler<SqsTransport>,
     observability: Observability,
 }
 
@@ -40,9 +40,9 @@ impl ColdStart for Lambda {
             None => None,
         };
         let margin = started.margin();
-        let function = Function::new(settings, started.forwarder, margin, secrets_client)?;
+        let handler = Handler::new(settings, started.forwarder, margin, secrets_client)?;
         Ok(Lambda {
-            function,
+            handler,
             observability: started.observability,
         })
     }
@@ -50,10 +50,10 @@ impl ColdStart for Lambda {
 
 impl Lambda {
     /// One invocation, until its deadline (less the margins).
-    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
+    pub async fn invoke(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
         // Boxed: the poll's future is deep (lapin, the SQS SDK), too deep for
         // the compiler's layout query when inlined into the runtime's.
-        let result = Box::pin(self.function.handle(event.payload, event.context.deadline)).await;
+        let result = Box::pin(self.handler.handle(event.payload, event.context.deadline)).await;
         if let Err(e) = &result {
             tracing::error!(error = %e, "invocation failed");
         }

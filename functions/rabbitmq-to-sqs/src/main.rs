@@ -1,12 +1,12 @@
 //! rabbitmq-to-sqs's Lambda entry point: [`Lambda`] started once, then one
-//! [`handler`] call per invocation (a scheduled poll of RabbitMQ, or an
+//! [`invoke`] call per invocation (a scheduled poll of RabbitMQ, or an
 //! Amazon MQ `aws:rmq` batch). See the crate docs and the README.
 
 use std::process::ExitCode;
 
 use lambda_runtime::{LambdaEvent, service_fn};
 use rabbitmq_to_sqs::HandlerError;
-use rabbitmq_to_sqs::lambda::Lambda;
+use rabbitmq_to_sqs::Lambda;
 use serde_json::Value;
 use sqs_forwarder::startup;
 
@@ -19,12 +19,12 @@ static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::A
 // runtime spends the least CPU per message (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| invoke(f, e)))).await
 }
 
 /// The error stays a [`HandlerError`], whose `Into<Diagnostic>` gives
 /// Lambda its `errorType` (`RabbitmqToSqs.BadEvent`, ...): boxed into
 /// `lambda_runtime::Error`, it would be reported by its Rust type's name.
-async fn handler(lambda: &Lambda, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
-    lambda.handle(event).await
+async fn invoke(lambda: &Lambda, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
+    lambda.invoke(event).await
 }

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use rabbitmq_to_sqs::{Function, HandlerError, Settings, VARIABLES};
+use rabbitmq_to_sqs::{Handler, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
@@ -113,14 +113,14 @@ fn bad_values_name_the_variable_the_value_and_what_is_allowed() {
 }
 
 /// Accepts every entry and counts them.
-fn function() -> Function<FakeSqs> {
+fn function() -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(&[])).expect("defaults");
     let forwarder = Forwarder::new(
         FakeSqs::new(),
         SendSettings::default(),
         EncodeRules::default(),
     );
-    Function::new(settings, forwarder, Duration::ZERO, None).expect("function")
+    Handler::new(settings, forwarder, Duration::ZERO, None).expect("function")
 }
 
 fn sample() -> Value {
@@ -131,12 +131,12 @@ fn sample() -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
 }
 
-async fn handle(f: &Function<FakeSqs>, event: Value) -> Result<Value, HandlerError> {
+async fn handle(f: &Handler<FakeSqs>, event: Value) -> Result<Value, HandlerError> {
     f.handle_until(event, Instant::now() + Duration::from_secs(30), None)
         .await
 }
 
-fn sent(f: &Function<FakeSqs>) -> usize {
+fn sent(f: &Handler<FakeSqs>) -> usize {
     f.forwarder().transport().sent()
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use lapin::types::{AMQPValue, DecimalValue, FieldArray, FieldTable, LongString, ShortString};
 use proptest::prelude::*;
 use rabbitmq_to_sqs::mapping::{FieldValue, amqp_value, json_value};
-use rabbitmq_to_sqs::{Function, HandlerError, Settings};
+use rabbitmq_to_sqs::{Handler, HandlerError, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
@@ -25,7 +25,7 @@ fn config() -> ProptestConfig {
     }
 }
 
-fn function(vars: &[(&str, &str)], fifo: bool) -> Function<FakeSqs> {
+fn function(vars: &[(&str, &str)], fifo: bool) -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
     let rules = EncodeRules {
         fifo,
@@ -33,7 +33,7 @@ fn function(vars: &[(&str, &str)], fifo: bool) -> Function<FakeSqs> {
         ..EncodeRules::default()
     };
     let forwarder = Forwarder::new(FakeSqs::new(), SendSettings::default(), rules);
-    Function::new(settings, forwarder, Duration::ZERO, None).expect("function")
+    Handler::new(settings, forwarder, Duration::ZERO, None).expect("function")
 }
 
 fn any_json() -> impl Strategy<Value = Value> {

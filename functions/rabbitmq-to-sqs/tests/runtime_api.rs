@@ -4,19 +4,11 @@
 //! No broker: without `RABBITMQ_URL` a tick is `NotConfigured`, which shows
 //! it was taken as one. Needs the local SQS endpoint (`SQS_TEST_ENDPOINT`).
 
-use std::time::Duration;
-
-use serde_json::{Value, json};
-use sqs_forwarder::test_support::runtime_api::{
-    FunctionProcess, Posted, RuntimeApi, local_env, local_queue,
-};
+use serde_json::json;
+use sqs_forwarder::test_support::runtime_api::{Posted, init_error, past_deadline_ms, serving};
+use sqs_forwarder::test_support::sample_event;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_rabbitmq-to-sqs");
-
-fn sample(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
-}
 
 fn error_type(posted: &Posted) -> &str {
     &posted.error().error_type
@@ -24,14 +16,12 @@ fn error_type(posted: &Posted) -> &str {
 
 #[tokio::test]
 async fn lambda_gets_the_documented_error_types() {
-    let (queue, endpoint) = local_queue("rmq-runtime-api").await;
-    let api = RuntimeApi::start().await;
-    let _function = FunctionProcess::spawn(BINARY, &api, &local_env(&queue, &endpoint));
+    let (api, _function) = serving(BINARY, "rmq-runtime-api").await;
 
     // Ticks: the samples, any JSON without a string eventSource or Records.
     for tick in [
-        sample("rabbitmq-schedule.json"),
-        sample("rabbitmq-scheduler-input.json"),
+        sample_event("rabbitmq-schedule.json"),
+        sample_event("rabbitmq-scheduler-input.json"),
         json!({}),
         json!({"eventSource": 5}),
         json!([1, 2]),
@@ -83,13 +73,9 @@ async fn lambda_gets_the_documented_error_types() {
     }
 
     // An aws:rmq batch whose deadline came before anything could be sent.
-    let past = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64
-        - 1_000;
+    let past = past_deadline_ms();
     let posted = api
-        .invoke_until(&sample("rabbitmq-amazon-mq.json"), past)
+        .invoke_until(&sample_event("rabbitmq-amazon-mq.json"), past)
         .await;
     assert_eq!(
         error_type(&posted),
@@ -107,19 +93,14 @@ async fn lambda_gets_the_documented_error_types() {
 
 #[tokio::test]
 async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
-    let api = RuntimeApi::start().await;
-    let mut function = FunctionProcess::spawn(
+    let (error, exit) = init_error(
         BINARY,
-        &api,
         &[
             ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
             ("RABBITMQ_PREFETCH", "0"),
         ],
-    );
-    let posted = api.next_posted(Duration::from_secs(60)).await;
-    let Some(Posted::InitError(error)) = posted else {
-        panic!("expected an init error, got {posted:?}");
-    };
+    )
+    .await;
     assert_eq!(error.error_type, "RabbitmqToSqs.InvalidConfiguration");
     assert!(
         error
@@ -127,5 +108,5 @@ async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
             .starts_with("invalid configuration: RABBITMQ_PREFETCH=\"0\""),
         "{error:?}"
     );
-    assert_eq!(function.exit_code(Duration::from_secs(30)).await, Some(2));
+    assert_eq!(exit, Some(2));
 }

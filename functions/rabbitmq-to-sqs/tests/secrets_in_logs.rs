@@ -9,7 +9,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rabbitmq_to_sqs::{Function, Settings};
+use rabbitmq_to_sqs::{Handler, Settings};
 use sqs_forwarder::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
@@ -28,7 +28,7 @@ impl Write for Captured {
     }
 }
 
-fn function(url: &str) -> Function<FakeSqs> {
+fn function(url: &str) -> Handler<FakeSqs> {
     let settings = Settings::from_env(&Env::from_pairs(&[
         ("RABBITMQ_URL", url),
         ("RABBITMQ_QUEUES", "secrets-in-logs"),
@@ -37,7 +37,7 @@ fn function(url: &str) -> Function<FakeSqs> {
     .expect("settings");
     let forwarder = // The login fails first: SQS is never called.
     Forwarder::new(FakeSqs::new(), SendSettings::default(), EncodeRules::default());
-    Function::new(settings, forwarder, Duration::ZERO, None).expect("function")
+    Handler::new(settings, forwarder, Duration::ZERO, None).expect("function")
 }
 
 /// `host:port` of the test broker.

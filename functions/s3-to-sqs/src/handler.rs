@@ -58,6 +58,18 @@ pub struct RecordFailure {
     pub retryable: bool,
 }
 
+impl RecordFailure {
+    fn new(record: usize, event: &ObjectEvent, reason: String, retryable: bool) -> Self {
+        RecordFailure {
+            record,
+            event_name: event.event_name.clone(),
+            location: event.location(),
+            reason,
+            retryable,
+        }
+    }
+}
+
 impl fmt::Display for RecordFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -236,13 +248,12 @@ impl<T: Transport> Handler<T> {
             match o.outcome {
                 Outcome::Sent { .. } => report.messages_sent += 1,
                 Outcome::Dropped { .. } => report.messages_dropped += 1,
-                Outcome::Failed(f) => failures.push(RecordFailure {
-                    record: o.position,
-                    event_name: event.event_name.clone(),
-                    location: event.location(),
-                    reason: f.to_string(),
-                    retryable: f.retryable,
-                }),
+                Outcome::Failed(f) => failures.push(RecordFailure::new(
+                    o.position,
+                    event,
+                    f.to_string(),
+                    f.retryable,
+                )),
             }
         }
         failures
@@ -261,12 +272,8 @@ impl<T: Transport> Handler<T> {
         };
         let mut failures = Vec::new();
         for &(index, event) in selected {
-            let fail = |reason: String, retryable: bool| RecordFailure {
-                record: index,
-                event_name: event.event_name.clone(),
-                location: event.location(),
-                reason,
-                retryable,
+            let fail = |reason: String, retryable: bool| {
+                RecordFailure::new(index, event, reason, retryable)
             };
             if !event.is_created() {
                 tracing::info!(record = index, event_name = %event.event_name, "not an ObjectCreated event: no object to read in lines mode");
@@ -367,3 +374,6 @@ fn lines_reason(lines: &LinesReport) -> String {
     }
     parts.join("; ")
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,5 @@
 //! The function as Lambda runs it: started once per cold start
-//! ([`ColdStart`]), then one [`Lambda::handle`] per event, metrics flushed
+//! ([`ColdStart`]), then one [`Lambda::invoke`] per event, metrics flushed
 //! after each.
 
 use lambda_runtime::LambdaEvent;
@@ -25,7 +25,7 @@ impl ColdStart for Lambda {
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
-        let started = startup::start(SERVICE, settings.sets_group_ids()).await?;
+        let started = startup::start(SERVICE, settings.source_sets_group_ids()).await?;
         // Objects are read with the function's own credentials:
         // ASSUME_ROLE_ARN is for the queue only.
         let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;
@@ -41,7 +41,7 @@ impl ColdStart for Lambda {
 impl Lambda {
     /// Forward one event before the invocation's deadline (less
     /// `DEADLINE_MARGIN_MS`); the answer is the event's [`crate::Report`].
-    pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
+    pub async fn invoke(&self, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
         let deadline =
             sqs_forwarder::deadline_from_epoch_millis(event.context.deadline, self.margin);
         let result = self

@@ -44,4 +44,4 @@ pub const SERVICE: &str = "s3-to-sqs";
 pub const ERROR_PREFIX: &str = "S3ToSqs";
 
 #[cfg(test)]
-mod tests;
+mod testing;

@@ -1,5 +1,5 @@
 //! s3-to-sqs's Lambda entry point: [`Lambda`] started once, then one
-//! [`handler`] call per event. See the crate docs.
+//! [`invoke`] call per event. See the crate docs.
 
 use std::process::ExitCode;
 
@@ -17,7 +17,7 @@ static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::A
 // spends the least CPU per record (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| invoke(f, e)))).await
 }
 
 /// The event is read as [`Event`]: borrowed from the invocation's body, by
@@ -25,6 +25,6 @@ async fn main() -> ExitCode {
 /// stays a [`HandlerError`], whose `Into<Diagnostic>` gives Lambda its
 /// `errorType` (`S3ToSqs.InvalidEvent`, `S3ToSqs.NotForwarded`): boxed into
 /// `lambda_runtime::Error`, it would be reported by its Rust type's name.
-async fn handler(lambda: &Lambda, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
-    lambda.handle(event).await
+async fn invoke(lambda: &Lambda, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
+    lambda.invoke(event).await
 }

@@ -178,7 +178,7 @@ impl Settings {
 
     /// Whether this function's messages carry their own FIFO group ids (if
     /// not, a FIFO target needs `MESSAGE_GROUP_ID`).
-    pub fn sets_group_ids(&self) -> bool {
+    pub fn source_sets_group_ids(&self) -> bool {
         self.group_by != GroupBy::None
     }
 }
@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(s.lines_per_send, 250);
         assert_eq!(s.lines_bytes_per_send, 2_097_152);
         assert!(s.s3_force_path_style);
-        assert!(s.sets_group_ids());
+        assert!(s.source_sets_group_ids());
         assert!(s.event_filter.matches("ObjectCreated:Put"));
         assert!(s.event_filter.matches("ObjectRemoved:Delete"));
         assert!(!s.event_filter.matches("ObjectRemoved:DeleteMarkerCreated"));

@@ -361,3 +361,36 @@ pub fn local_env<'a>(queue_url: &'a str, endpoint: &'a str) -> Vec<(&'a str, &'a
         ("AWS_REGION", "us-east-1"),
     ]
 }
+
+/// `binary` started against a fresh [`RuntimeApi`] with a fresh queue on
+/// the local SQS endpoint (named `<queue_base>-<unique>`, see
+/// [`local_queue`]), ready for [`RuntimeApi::invoke`].
+pub async fn serving(binary: &str, queue_base: &str) -> (RuntimeApi, FunctionProcess) {
+    let (queue, endpoint) = local_queue(queue_base).await;
+    let api = RuntimeApi::start().await;
+    let function = FunctionProcess::spawn(binary, &api, &local_env(&queue, &endpoint));
+    (api, function)
+}
+
+/// What a start of `binary` with `env` that fails posts to `/init/error`,
+/// and the process's exit code (if it ended within 30 s). Panics when the
+/// first thing posted within 60 s is not an init error.
+pub async fn init_error(binary: &str, env: &[(&str, &str)]) -> (Reported, Option<i32>) {
+    let api = RuntimeApi::start().await;
+    let mut function = FunctionProcess::spawn(binary, &api, env);
+    let posted = api.next_posted(Duration::from_secs(60)).await;
+    let Some(Posted::InitError(error)) = posted else {
+        panic!("expected an init error, got {posted:?}");
+    };
+    (error, function.exit_code(Duration::from_secs(30)).await)
+}
+
+/// A Lambda deadline (milliseconds since the epoch) one second past, for
+/// [`RuntimeApi::invoke_until`]: nothing can be sent before it.
+pub fn past_deadline_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+        - 1_000
+}

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use lapin::message::Delivery;
-use sqs_forwarder::{Message, Outcome, Transport};
+use sqs_forwarder::{Failure, Message, Outcome, Transport};
 
 use super::{Drain, DrainError, StopReason, message_fault};
 use crate::acks::{Action, execute, plan};
@@ -88,19 +88,25 @@ impl<T: Transport> Drain<'_, T> {
                     }
                 },
                 Err((tag, failure)) => {
-                    tracing::warn!(
-                        queue = self.queue,
-                        delivery_tag = tag,
-                        message_id = mapped.message_id(tag),
-                        code = %failure.code,
-                        "rejecting the message (to the dead-letter exchange, if the queue has one): {}",
-                        failure.message
-                    );
+                    self.rejecting(tag, &mapped, &failure);
                     mapped.decisions.push((tag, Action::Reject));
                 }
             }
         }
         mapped
+    }
+
+    /// Say that the delivery `tag` is rejected, and why: the message itself
+    /// cannot be sent.
+    fn rejecting(&self, tag: u64, mapped: &Mapped, failure: &Failure) {
+        tracing::warn!(
+            queue = self.queue,
+            delivery_tag = tag,
+            message_id = mapped.message_id(tag),
+            code = %failure.code,
+            "rejecting the message (to the dead-letter exchange, if the queue has one): {}",
+            failure.message
+        );
     }
 
     /// What becomes of the delivery `tag` after this outcome. A failure no
@@ -123,14 +129,7 @@ impl<T: Transport> Drain<'_, T> {
                 Action::Ack
             }
             Outcome::Failed(f) if message_fault(f) => {
-                tracing::warn!(
-                    queue = self.queue,
-                    delivery_tag = tag,
-                    message_id = mapped.message_id(tag),
-                    code = %f.code,
-                    "rejecting the message (to the dead-letter exchange, if the queue has one): {}",
-                    f.message
-                );
+                self.rejecting(tag, mapped, f);
                 Action::Reject
             }
             Outcome::Failed(f) => {

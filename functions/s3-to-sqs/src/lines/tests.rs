@@ -1,12 +1,11 @@
-//! The handler against a fake SQS transport, and the README against the code.
+//! Reading and forwarding an object's lines against a fake SQS transport.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
 use async_compression::tokio::bufread::GzipEncoder;
-use serde_json::{Value, json};
 use sqs_forwarder::encode::{EncodeRules, Entry};
-use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::transport::BoxFuture;
 use sqs_forwarder::{Forwarder, Limits, OversizePolicy, SendSettings, Transport};
 use tokio::io::{AsyncBufRead, AsyncReadExt};
@@ -16,216 +15,9 @@ use crate::lines::{Chunking, LinesReport, forward_lines};
 use crate::messages::Fifo;
 use crate::object::decoded;
 use crate::settings::GroupBy;
-use crate::{Handler, HandlerError, Settings};
+use crate::testing::{accepted_by, failing, forwarder};
 
-/// The workspace's fake SQS: accepts every entry except those `fail` picks
-/// (code, sender fault), and keeps what it accepted.
-fn failing(
-    fail: impl Fn(&Entry) -> Option<(&'static str, bool)> + Send + Sync + 'static,
-) -> FakeSqs {
-    FakeSqs::new().answer(move |a| {
-        fail(a.entry).map(|(code, sender_fault)| {
-            Reply::fail(code, sender_fault).with_message(format!("fake {code}"))
-        })
-    })
-}
-
-/// The entries the fake accepted.
-fn accepted_by(fake: &FakeSqs) -> Vec<Entry> {
-    fake.accepted().iter().map(|s| (*s.entry).clone()).collect()
-}
-
-fn forwarder(fake: FakeSqs, fifo: bool) -> Forwarder<FakeSqs> {
-    let settings = SendSettings {
-        retry: sqs_forwarder::RetryPolicy {
-            max_attempts: 2,
-            base_delay: std::time::Duration::from_millis(1),
-            max_delay: std::time::Duration::from_millis(2),
-        },
-        ..SendSettings::default()
-    };
-    Forwarder::new(
-        fake,
-        settings,
-        EncodeRules {
-            fifo,
-            content_based_deduplication: fifo.then_some(false),
-            ..EncodeRules::default()
-        },
-    )
-}
-
-fn offline_s3() -> aws_sdk_s3::Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new("us-east-1"))
-        .build();
-    aws_sdk_s3::Client::from_conf(conf)
-}
-
-fn handler(settings: Settings, fake: FakeSqs, fifo: bool) -> Handler<FakeSqs> {
-    Handler::new(settings, forwarder(fake, fifo), offline_s3())
-}
-
-fn sample(name: &str) -> Value {
-    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("sample")).expect("json")
-}
-
-fn accepted(h: &Handler<FakeSqs>) -> Vec<Entry> {
-    accepted_by(h.forwarder().transport())
-}
-
-fn body(e: &Entry) -> Value {
-    serde_json::from_str(&e.body).expect("json body")
-}
-
-#[tokio::test]
-async fn multi_record_notification_is_one_message_per_record_in_order() {
-    let h = handler(Settings::default(), FakeSqs::new(), false);
-    let report = h
-        .handle(sample("s3-multi-record.json"), None)
-        .await
-        .expect("forwarded");
-    assert_eq!(report.records, 3);
-    assert_eq!(report.messages_sent, 3);
-    let got = accepted(&h);
-    let keys: Vec<Value> = got.iter().map(|e| body(e)["key"].clone()).collect();
-    assert_eq!(
-        keys,
-        [
-            json!("images/2026/cover.png"),
-            json!("images/2026/holiday photo (1).jpg"),
-            json!("images/2025/old-banner.gif")
-        ]
-    );
-    assert_eq!(body(&got[2])["eventName"], "ObjectRemoved:Delete");
-    assert!(body(&got[2]).get("size").is_none());
-    assert_eq!(body(&got[1])["size"], 26_214_400);
-}
-
-#[tokio::test]
-async fn test_event_forwards_nothing() {
-    let h = handler(Settings::default(), FakeSqs::new(), false);
-    let report = h
-        .handle(sample("s3-test-event.json"), None)
-        .await
-        .expect("acknowledged");
-    assert!(report.test_event);
-    assert_eq!(report.messages_sent, 0);
-    assert!(accepted(&h).is_empty());
-}
-
-#[tokio::test]
-async fn event_names_filter() {
-    let settings = Settings {
-        event_filter: crate::EventFilter::parse("EVENT_NAMES", "ObjectCreated:*").expect("valid"),
-        ..Settings::default()
-    };
-    let h = handler(settings, FakeSqs::new(), false);
-    let report = h
-        .handle(sample("s3-multi-record.json"), None)
-        .await
-        .expect("forwarded");
-    assert_eq!((report.messages_sent, report.filtered_out), (2, 1));
-    let names: Vec<Value> = accepted(&h)
-        .iter()
-        .map(|e| body(e)["eventName"].clone())
-        .collect();
-    assert_eq!(
-        names,
-        [
-            json!("ObjectCreated:Put"),
-            json!("ObjectCreated:CompleteMultipartUpload")
-        ]
-    );
-}
-
-#[tokio::test]
-async fn a_record_not_sent_fails_the_invocation_naming_it() {
-    let fake = failing(|e: &Entry| {
-        e.body
-            .contains("holiday photo")
-            .then_some(("InternalError", false))
-    });
-    let h = handler(Settings::default(), fake, false);
-    let err = h
-        .handle(sample("s3-multi-record.json"), None)
-        .await
-        .expect_err("one record failed");
-    let HandlerError::NotForwarded { failures, report } = &err else {
-        panic!("{err}");
-    };
-    assert_eq!(report.messages_sent, 2);
-    assert_eq!(failures.len(), 1);
-    assert_eq!(failures[0].record, 1);
-    assert!(failures[0].retryable);
-    let text = err.to_string();
-    assert!(
-        text.starts_with(
-            "1 of 3 S3 records were not forwarded to SQS: record 1 ObjectCreated:CompleteMultipartUpload s3://acme-media/images/2026/holiday photo (1).jpg: InternalError"
-        ),
-        "{text}"
-    );
-    let diagnostic: lambda_runtime::Diagnostic = err.into();
-    assert_eq!(diagnostic.error_type, "S3ToSqs.NotForwarded");
-}
-
-#[tokio::test]
-async fn bad_events_are_errors_before_anything_is_sent() {
-    let h = handler(Settings::default(), FakeSqs::new(), false);
-    let mut v = sample("s3-multi-record.json");
-    v["Records"][2]["eventVersion"] = json!("1.0");
-    let err = h.handle(v, None).await.expect_err("unknown version");
-    assert!(
-        err.to_string()
-            .contains("unknown S3 event version \"1.0\" in record 2"),
-        "{err}"
-    );
-    assert!(accepted(&h).is_empty(), "no record of a bad event is sent");
-    let diagnostic: lambda_runtime::Diagnostic = err.into();
-    assert_eq!(diagnostic.error_type, "S3ToSqs.InvalidEvent");
-    let err = h.handle(json!("hello"), None).await.expect_err("malformed");
-    assert_eq!(
-        err.to_string(),
-        "malformed S3 event: expected a JSON object, got a string"
-    );
-}
-
-#[tokio::test]
-async fn fifo_ids_on_fifo_targets() {
-    let h = handler(Settings::default(), FakeSqs::new(), true);
-    h.handle(sample("s3-key-unicode.json"), None)
-        .await
-        .expect("forwarded");
-    let got = accepted(&h);
-    let group = got[0].group_id.as_deref().expect("group id");
-    // Non-ASCII key: a hashed, stable id.
-    assert!(group.starts_with("sha256:"), "{group}");
-    let dedup = got[0].deduplication_id.clone().expect("dedup id");
-    h.handle(sample("s3-key-unicode.json"), None)
-        .await
-        .expect("forwarded again");
-    assert_eq!(
-        accepted(&h)[1].deduplication_id.as_deref(),
-        Some(dedup.as_str()),
-        "a retry carries the same deduplication id"
-    );
-}
-
-#[tokio::test]
-async fn lines_mode_skips_events_without_an_object() {
-    let settings = Settings {
-        mode: crate::Mode::Lines,
-        ..Settings::default()
-    };
-    let h = handler(settings, FakeSqs::new(), false);
-    let report = h
-        .handle(sample("s3-delete.json"), None)
-        .await
-        .expect("nothing to read");
-    assert_eq!((report.not_created, report.messages_sent), (1, 0));
-}
+use super::*;
 
 fn object_event() -> ObjectEvent {
     ObjectEvent {
@@ -433,4 +225,68 @@ async fn a_retryable_failure_stops_reading() {
         "the chunk of lines 11..=20 failed"
     );
     assert_eq!(report.sent, 19);
+}
+
+async fn lines(data: &[u8], cap: usize) -> Vec<Line> {
+    let mut r = LineReader::new(data, cap);
+    let mut out = Vec::new();
+    while let Some(l) = r.next_line().await.expect("read") {
+        out.push(l);
+    }
+    out
+}
+
+fn texts(lines: &[Line]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| String::from_utf8_lossy(&l.bytes).into_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn splits_lines_of_every_ending() {
+    let got = lines(b"\xEF\xBB\xBFa\r\nbb\n\nccc", 100).await;
+    assert_eq!(texts(&got), ["a", "bb", "", "ccc"]);
+    let numbers: Vec<u64> = got.iter().map(|l| l.number).collect();
+    assert_eq!(numbers, [1, 2, 3, 4]);
+    let lens: Vec<u64> = got.iter().map(|l| l.len).collect();
+    assert_eq!(lens, [1, 2, 0, 3]);
+    assert_eq!(texts(&lines(b"x\n", 100).await), ["x"]);
+    assert!(lines(b"", 100).await.is_empty());
+    assert_eq!(texts(&lines(b"\n", 100).await), [""]);
+    // Only the first line loses a byte order mark, and only at its start.
+    assert_eq!(
+        lines(b"a\n\xEF\xBB\xBFb", 100).await[1].bytes,
+        b"\xEF\xBB\xBFb"
+    );
+}
+
+#[tokio::test]
+async fn long_lines_are_cut_at_the_cap_with_their_length_kept() {
+    let mut data = vec![b'x'; 50];
+    data.extend_from_slice(b"\r\nshort\n");
+    let got = lines(&data, 10).await;
+    assert_eq!(got[0].bytes, vec![b'x'; 10]);
+    assert_eq!(got[0].len, 51, "the \\r of a cut line counts");
+    assert_eq!(texts(&got[1..]), ["short"]);
+}
+
+#[tokio::test]
+async fn lines_across_small_buffers() {
+    let data = b"first line\nsecond line\nthird";
+    let reader = tokio::io::BufReader::with_capacity(3, &data[..]);
+    let mut r = LineReader::new(reader, 1000);
+    let mut got = Vec::new();
+    while let Some(l) = r.next_line().await.expect("read") {
+        got.push(String::from_utf8(l.bytes).expect("utf8"));
+    }
+    assert_eq!(got, ["first line", "second line", "third"]);
+}
+
+#[test]
+fn read_errors_are_classified() {
+    let e = read_error(&io::Error::new(io::ErrorKind::InvalidData, "bad header"));
+    assert_eq!((e.code, e.retryable), ("InvalidGzip", false));
+    let e = read_error(&io::Error::new(io::ErrorKind::ConnectionReset, "reset"));
+    assert_eq!((e.code, e.retryable), ("ReadFailed", true));
 }

@@ -1,0 +1,132 @@
+//! The function's core: one Kinesis batch in, its records' messages out
+//! through the forwarder, their outcomes back as the answer Lambda reads
+//! (`batchItemFailures`).
+
+use aws_lambda_events::event::kinesis::KinesisEvent;
+use aws_lambda_events::event::streams::KinesisEventResponse;
+use sqs_forwarder::{Forwarder, Transport};
+use tokio::time::Instant;
+
+use crate::checkpoint::{self, AnswerError};
+use crate::settings::Settings;
+use crate::{metric, records};
+
+/// The target of this module's log lines: the crate's name, as for the
+/// crate's other top-level events (`RUST_LOG` directives and log queries
+/// name it).
+const LOG_TARGET: &str = "kinesis_to_sqs";
+
+/// Forwards Kinesis batches: the settings and the forwarder.
+#[derive(Debug)]
+pub struct Handler<T> {
+    settings: Settings,
+    forwarder: Forwarder<T>,
+}
+
+impl<T: Transport> Handler<T> {
+    /// A handler sending with `forwarder`.
+    pub fn new(settings: Settings, forwarder: Forwarder<T>) -> Self {
+        Handler {
+            settings,
+            forwarder,
+        }
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The forwarder.
+    pub fn forwarder(&self) -> &Forwarder<T> {
+        &self.forwarder
+    }
+
+    /// Forward one batch and answer which records Lambda must deliver again.
+    ///
+    /// `deadline`: when sending must stop (the Lambda deadline less the margin);
+    /// what is unsent then is reported, not lost.
+    pub async fn handle(
+        &self,
+        event: KinesisEvent,
+        deadline: Option<Instant>,
+    ) -> Result<KinesisEventResponse, AnswerError> {
+        let total = event.records.len();
+        let fifo = self.forwarder.rules().fifo;
+        let infos = records::inspect(&event.records, &self.settings);
+        let user_records: usize = infos
+            .iter()
+            .filter(|r| r.aggregated)
+            .map(|r| r.messages)
+            .sum();
+        metrics::counter!(metric::RECORDS_IN).increment(total as u64);
+        metrics::counter!(metric::USER_RECORDS).increment(user_records as u64);
+
+        let mut tracker = checkpoint::Tracker::new(&infos);
+        let messages = records::messages(event.records, &infos, &self.settings, fifo);
+        let tally = self
+            .forwarder
+            .forward(messages, deadline, |o| tracker.record(&o))
+            .await;
+        let summary = tally.summary;
+        let per_record = tracker.finish();
+        let answer = checkpoint::answer(&infos, &per_record, self.settings.permanent_failures);
+
+        // Why records failed, by code ("DeadlineExceeded:3,MessageTooLarge:1").
+        let mut codes: std::collections::BTreeMap<&str, usize> = Default::default();
+        for outcome in &per_record {
+            if let checkpoint::RecordOutcome::Failed(f) = outcome {
+                *codes.entry(f.code.as_str()).or_default() += 1;
+            }
+        }
+        let failure_codes = codes
+            .iter()
+            .map(|(code, n)| format!("{code}:{n}"))
+            .collect::<Vec<_>>()
+            .join(",");
+
+        match &answer {
+            Ok(a) => {
+                metrics::counter!(metric::RECORDS_FAILED).increment(a.reported as u64);
+                metrics::counter!(metric::RECORDS_SKIPPED).increment(a.skipped as u64);
+                let first = a
+                    .response
+                    .batch_item_failures
+                    .first()
+                    .and_then(|f| f.item_identifier.as_deref());
+                let log = |msg: &str| {
+                    tracing::info!(
+                        target: LOG_TARGET,
+                        records = total,
+                        user_records,
+                        messages = tally.messages,
+                        sent = summary.sent,
+                        failed_retryable = summary.failed_retryable,
+                        failed_permanent = summary.failed_permanent,
+                        dropped = summary.dropped,
+                        reported = a.reported,
+                        skipped = a.skipped,
+                        resume_at = first.unwrap_or(""),
+                        failure_codes = %failure_codes,
+                        "{msg}"
+                    )
+                };
+                if a.reported == 0 {
+                    log("batch forwarded");
+                } else {
+                    log("batch partly forwarded; Lambda resumes at the lowest reported record");
+                }
+            }
+            Err(e) => {
+                metrics::counter!(metric::RECORDS_FAILED).increment(total as u64);
+                tracing::error!(
+                    target: LOG_TARGET,
+                    error = %e,
+                    records = total,
+                    "failing the invocation"
+                );
+            }
+        }
+        answer.map(|a| a.response)
+    }
+}

@@ -1,0 +1,171 @@
+use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::{Env, SendSettings};
+
+use super::*;
+use crate::mapping;
+
+/// SQS for these tests: fails every entry whose body says "fail"
+/// (`InternalError`, retryable) and records every call.
+fn recorder() -> FakeSqs {
+    FakeSqs::new().fail_where(
+        |a| a.entry.body.contains("fail"),
+        Reply::INTERNAL.with_message("boom"),
+    )
+}
+
+fn handler(vars: &[(&str, &str)], fifo: bool) -> (Handler<FakeSqs>, FakeSqs) {
+    let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
+    let recorder = recorder();
+    let mut send = SendSettings::default();
+    send.retry.max_attempts = 1;
+    let rules = EncodeRules {
+        fifo,
+        ..EncodeRules::default()
+    };
+    let f = Handler::new(
+        settings,
+        Forwarder::new(recorder.clone(), send, rules),
+        std::time::Duration::from_millis(500),
+        None,
+    )
+    .expect("function");
+    (f, recorder)
+}
+
+/// [`Handler::new`] over a standard queue, without a Secrets Manager client.
+fn on_a_standard_queue(settings: Settings) -> Result<Handler<FakeSqs>, ConfigError> {
+    Handler::new(
+        settings,
+        Forwarder::new(recorder(), SendSettings::default(), EncodeRules::default()),
+        std::time::Duration::ZERO,
+        None,
+    )
+}
+
+fn sample(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("sample event");
+    serde_json::from_str(&text).expect("sample event is JSON")
+}
+
+#[test]
+fn exactly_once_needs_a_fifo_target() {
+    let settings = Settings::from_env(&Env::from_pairs(&[("DELIVERY_MODE", "exactly-once")]))
+        .expect("settings");
+    let e = on_a_standard_queue(settings).expect_err("standard target");
+    assert_eq!(e.variable, "DELIVERY_MODE");
+    let (f, _) = handler(&[("DELIVERY_MODE", "exactly-once")], true);
+    assert_eq!(f.settings().mode, DeliveryMode::ExactlyOnce);
+}
+
+#[test]
+fn a_secret_needs_a_client() {
+    let settings = Settings::from_env(&Env::from_pairs(&[
+        ("RABBITMQ_URL", "amqp://svc@localhost"),
+        ("RABBITMQ_QUEUES", "q"),
+        ("RABBITMQ_PASSWORD_SECRET", "mq/svc"),
+    ]))
+    .expect("settings");
+    let e = on_a_standard_queue(settings).expect_err("no client");
+    assert_eq!(e.variable, "RABBITMQ_PASSWORD_SECRET");
+}
+
+#[tokio::test]
+async fn a_scheduled_event_without_a_broker_says_what_is_missing() {
+    let (f, recorder) = handler(&[], false);
+    for name in ["rabbitmq-schedule.json", "rabbitmq-scheduler-input.json"] {
+        let e = f
+            .handle(sample(name), u64::MAX)
+            .await
+            .expect_err("no broker configured");
+        assert!(matches!(e, HandlerError::NotConfigured), "{name}: {e}");
+        assert!(e.to_string().contains("RABBITMQ_URL"));
+    }
+    assert_eq!(recorder.call_count(), 0);
+}
+
+#[tokio::test]
+async fn other_events_are_refused() {
+    let (f, _) = handler(&[], false);
+    let e = f
+        .handle(
+            serde_json::json!({"Records": [{"eventSource": "aws:sqs"}]}),
+            u64::MAX,
+        )
+        .await
+        .expect_err("records");
+    assert!(matches!(e, HandlerError::BadEvent(_)));
+    let e = f
+        .handle(serde_json::json!({"eventSource": "aws:kafka"}), u64::MAX)
+        .await
+        .expect_err("kafka");
+    assert!(e.to_string().contains("aws:kafka"));
+}
+
+#[tokio::test]
+async fn an_amazon_mq_batch_is_forwarded_whole() {
+    let (f, recorder) = handler(&[], false);
+    let out = f
+        .handle(sample("rabbitmq-amazon-mq.json"), u64::MAX)
+        .await
+        .expect("sent");
+    assert_eq!(out["received"], 3);
+    assert_eq!(out["sent"], 3);
+    let bodies = recorder
+        .seen()
+        .iter()
+        .map(|e| e.body.clone())
+        .collect::<Vec<_>>();
+    assert_eq!(bodies.len(), 3);
+    assert!(bodies.contains(&r#"{"order":1001,"total":"42.50"}"#.to_owned()));
+}
+
+#[tokio::test]
+async fn an_amazon_mq_batch_with_an_unsent_message_fails_whole() {
+    let (f, _) = handler(&[], false);
+    let mut event = sample("rabbitmq-amazon-mq.json");
+    // A second queue whose message SQS refuses ("fail" in the body).
+    event["rmqMessagesByQueue"]["refunds::/"] = serde_json::json!([{
+        "basicProperties": {"deliveryMode": 2, "priority": 0, "bodySize": 4, "headers": {}},
+        "redelivered": false,
+        "data": "ZmFpbA=="
+    }]);
+    let e = f.handle(event, u64::MAX).await.expect_err("one unsent");
+    match &e {
+        HandlerError::Unsent {
+            failed,
+            total,
+            permanent,
+            codes,
+        } => {
+            assert_eq!((*failed, *total, *permanent), (1, 4, 0));
+            assert_eq!(codes, "InternalError");
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+#[tokio::test]
+async fn exactly_once_fails_an_amazon_mq_batch_with_a_message_without_correlation_id() {
+    let (f, recorder) = handler(&[("DELIVERY_MODE", "exactly-once")], true);
+    let e = f
+        .handle(sample("rabbitmq-amazon-mq.json"), u64::MAX)
+        .await
+        .expect_err("one message has no correlation id");
+    match &e {
+        HandlerError::Unsent {
+            failed,
+            permanent,
+            codes,
+            ..
+        } => {
+            assert_eq!((*failed, *permanent), (1, 1));
+            assert_eq!(codes, mapping::MISSING_CORRELATION_ID);
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(e.to_string().contains("dead-letter exchange"));
+    // The others went out, with their correlation ids as deduplication ids.
+    assert_eq!(recorder.seen().len(), 2);
+}
