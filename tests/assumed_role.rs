@@ -10,8 +10,8 @@
 use aws_config::BehaviorVersion;
 use aws_sdk_sqs::config::{Credentials, Region};
 use forwarder_e2e::{create_queue, drain, endpoint};
-use sqs_forwarder::credentials::assume_role;
-use sqs_forwarder::startup::connect_sdk;
+use sqs_forwarder::setup::credentials::assume_role;
+use sqs_forwarder::setup::startup::connect_sdk;
 use sqs_forwarder::{Config, Message, Outcome, SetupError};
 
 const ROLE_ACCOUNT: &str = "210987654321";

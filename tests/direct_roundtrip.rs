@@ -11,7 +11,7 @@ use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_sqs::config::{BehaviorVersion, Region};
 use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
-use sqs_forwarder::transport::{BatchItem, CallError, Transport};
+use sqs_forwarder::call::{BatchItem, CallError, Transport};
 use sqs_forwarder::{Attribute, Config, Forwarder, Message, Outcome, SqsTransport, Summary};
 
 fn sdk() -> SdkConfig {
@@ -32,7 +32,7 @@ async fn connect(url: &str, fifo_groups: bool) -> Forwarder<SqsTransport> {
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(), &config, fifo_groups)
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(&sdk(), &config, fifo_groups)
         .await
         .expect("connect");
     assert!(fwd.transport().is_direct());
@@ -153,10 +153,10 @@ async fn fifo_batches_keep_group_order_and_deduplicate() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_queue_fails_as_through_the_sdk() {
     let sdk = sdk();
-    let sqs = sqs_forwarder::queue::sqs_client(&sdk);
+    let sqs = sqs_forwarder::setup::queue::sqs_client(&sdk);
     let url = format!("{}/123456789012/no-such-queue-direct", endpoint());
     let direct = SqsTransport::direct(
-        sqs_forwarder::direct::DirectClient::new(&sdk, &sqs).expect("direct"),
+        sqs_forwarder::call::direct::DirectClient::new(&sdk, &sqs).expect("direct"),
         &url,
     );
     let via_sdk = SqsTransport::new(sqs, &url);

@@ -24,8 +24,8 @@ use forwarder_e2e::{attributes, client, create_queue, endpoint};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
-use sqs_forwarder::offload::{POINTER_CLASS, S3PayloadStore};
-use sqs_forwarder::startup::{connect_sdk, connect_with};
+use sqs_forwarder::send::offload::{POINTER_CLASS, S3PayloadStore};
+use sqs_forwarder::setup::startup::{connect_sdk, connect_with};
 use sqs_forwarder::{Config, Env, Forwarder, SqsTransport};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -53,7 +53,7 @@ async fn local_sdk() -> aws_config::SdkConfig {
 }
 
 fn s3_for(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
-    sqs_forwarder::offload::s3_client(sdk, true)
+    sqs_forwarder::send::offload::s3_client(sdk, true)
 }
 
 async fn create_bucket(s3: &aws_sdk_s3::Client, name: &str) {

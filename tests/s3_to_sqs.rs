@@ -14,7 +14,7 @@ use aws_sdk_sqs::types::{Message as SqsMessage, QueueAttributeName};
 use forwarder_e2e::{RecordingSqs, attributes, client, connect, create_queue, drain, endpoint};
 use s3_to_sqs::{Handler, HandlerError, Report, Settings, s3_client};
 use serde_json::{Value, json};
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::{Config, Env, SqsTransport};
 
 fn config(vars: &[(&str, &str)]) -> Config {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use base64::Engine as _;
 use forwarder_e2e::{attributes, client, create_queue, drain};
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::{
     Attribute, Config, Message, Outcome, SetupError, SqsSink, SqsTransport, Summary,
 };

@@ -56,7 +56,7 @@ pub async fn connect(
     source_sets_group_ids: bool,
 ) -> sqs_forwarder::Forwarder<sqs_forwarder::SqsTransport> {
     let forwarder =
-        sqs_forwarder::startup::connect_sdk(&sdk_config(), config, source_sets_group_ids)
+        sqs_forwarder::setup::startup::connect_sdk(&sdk_config(), config, source_sets_group_ids)
             .await
             .expect("connect to the local queue");
     assert_eq!(

@@ -10,7 +10,7 @@ use clap::Parser;
 use replay::report::{Progress, Totals};
 use replay::stream::Streams;
 use replay::{Options, Replayer, SERVICE, dry_run};
-use sqs_forwarder::{Env, QueueReader, Transport, startup};
+use sqs_forwarder::{Env, QueueReader, Transport, setup::startup};
 
 /// Replay what the forwarder gave up on: take each entry of the on-failure
 /// queue (a Kinesis range, an S3 event), send what it stands for to the

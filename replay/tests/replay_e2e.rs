@@ -24,7 +24,7 @@ use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::Config;
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::test_support::TestProxy;
 
 mod common;

@@ -23,17 +23,21 @@
 //!   lost to a timeout.
 //! * **Claim check.** Under `OVERSIZE_POLICY=offload`, payloads too large
 //!   for the queue go to S3 and SQS carries the pointer the SQS Extended
-//!   Client libraries read ([`offload`]; the S3 store needs the `s3` feature).
+//!   Client libraries read ([`send::offload`]; the S3 store needs the `s3` feature).
 //! * **FIFO done right.** Group order is kept across retries; see
 //!   [`FifoOrder`] for the one choice it costs.
 //!
-//! The flow, module by module: [`message`] → [`encode`] (validate, encode,
-//! size) → oversize policy ([`send`], [`offload`] to S3) → [`batch`] (pack) → [`transport`]
-//! (call: through [`direct`], the crate's own client, by default, or
-//! aws-sdk-sqs) → [`retry`] → [`outcome`]. [`config`] (read with [`env`]), [`queue`]
-//! and [`startup`] set it up from environment variables; [`observability`] and [`metrics`] report on it.
-//! [`receive`] reads a queue, for tools that take messages back out of one
-//! (the replay command and the on-failure queue).
+//! The flow, stage by stage, one folder each: [`message`] (the message, and
+//! [`message::encode`] to validate, encode and size it against
+//! [`message::limits`]) → [`send`] (the oversize policy, [`send::offload`]
+//! to S3, [`send::batch`] to pack, [`send::retry`], one [`send::outcome`]
+//! per message) → [`call`] (the `SendMessageBatch` call: through
+//! [`call::direct`], the crate's own client, by default, or aws-sdk-sqs).
+//! [`setup`] sets it up from environment variables ([`setup::config`],
+//! [`setup::startup`]); [`observe`] reports on it (logs and metrics).
+//! [`call::receive`] reads a queue, for tools that take messages back out of
+//! one (the replay command and the on-failure queue); [`payload`] reads a
+//! Lambda event borrowed.
 //!
 //! ## In a Lambda function
 //!
@@ -58,7 +62,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, queue::sqs_client};
+//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, setup::queue::sqs_client};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
@@ -82,54 +86,31 @@
 //! # Ok(()) }
 //! ```
 
-#[cfg(feature = "mimalloc")]
-#[allow(unsafe_code)] // mimalloc's options are set through its C API
-pub mod allocator;
-pub mod aws_names;
-pub mod batch;
-mod byte_scan;
-pub mod codes;
-pub mod config;
-pub mod credentials;
-pub mod direct;
-pub mod encode;
-pub mod env;
-pub mod error;
-pub mod fifo_id;
-pub mod init_error;
-pub mod limits;
+pub mod call;
 pub mod message;
-pub mod metrics;
-pub mod observability;
-pub mod offload;
-pub mod outcome;
+pub mod observe;
 pub mod payload;
-pub mod queue;
-pub mod receive;
-pub mod retry;
 pub mod send;
-pub mod sink;
-pub mod startup;
+pub mod setup;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod test_support;
-pub mod transport;
 
-pub use batch::FifoOrder;
-pub use config::{AssumeRole, Config, QueueTarget};
-pub use encode::{BodyEncoding, Entry};
-pub use env::Env;
-pub use error::{ConfigError, SetupError};
-pub use limits::Limits;
+pub use call::receive::{QueueReader, ReceiveError, Received};
+pub use call::{SqsTransport, Transport};
+pub use message::encode::{BodyEncoding, Entry};
+pub use message::limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
-pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
-pub use outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
-pub use receive::{QueueReader, ReceiveError, Received};
-pub use retry::RetryPolicy;
+pub use send::batch::FifoOrder;
+pub use send::offload::{OffloadSettings, PayloadStore, SizeAttribute};
+pub use send::outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
+pub use send::retry::RetryPolicy;
+pub use send::sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
 pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
-pub use sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
-pub use startup::connect;
-pub use transport::{SqsTransport, Transport};
+pub use setup::config::{AssumeRole, Config, QueueTarget};
+pub use setup::env::Env;
+pub use setup::error::{ConfigError, SetupError};
+pub use setup::startup::connect;
 
 /// The instant by which sending must stop, from a Lambda deadline in
 /// milliseconds since the Unix epoch, less a safety `margin`.

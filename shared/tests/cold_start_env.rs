@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use sqs_forwarder::startup::connect;
+use sqs_forwarder::setup::startup::connect;
 use sqs_forwarder::{Config, Message, Outcome, SetupError};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};

@@ -125,7 +125,7 @@ async fn cold_start(vars: &[(&str, &str)]) -> (usize, usize, Vec<String>) {
             .map(|(_, v)| v.clone())
     })
     .expect("config");
-    let fwd = sqs_forwarder::startup::connect_sdk(&sdk, &config, false)
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(&sdk, &config, false)
         .await
         .expect("connect");
     let out = fwd.send_all(vec![Message::new("first", 0)], None).await;

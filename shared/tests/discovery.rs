@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::{Config, SetupError};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -237,7 +237,7 @@ async fn both_clients_start_and_fail_alike() {
         for client in ["sdk", "direct"] {
             let c = config(&[(by, &queue), ("SQS_CLIENT", client)]);
             let started =
-                sqs_forwarder::startup::connect_sdk(&sdk_config(&server.uri()), &c, false)
+                sqs_forwarder::setup::startup::connect_sdk(&sdk_config(&server.uri()), &c, false)
                     .await
                     .map(|f| {
                         assert_eq!(f.transport().is_direct(), client == "direct");

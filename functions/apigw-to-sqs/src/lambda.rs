@@ -3,8 +3,8 @@
 //! after each.
 
 use lambda_http::{Body, Request, Response};
-use sqs_forwarder::observability::Observability;
-use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::observe::Observability;
+use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
 use crate::{Handler, SERVICE, Settings};

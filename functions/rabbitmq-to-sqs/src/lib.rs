@@ -325,7 +325,7 @@ impl<T: Transport> Function<T> {
 
 #[cfg(test)]
 mod tests {
-    use sqs_forwarder::encode::EncodeRules;
+    use sqs_forwarder::message::encode::EncodeRules;
     use sqs_forwarder::test_support::{FakeSqs, Reply};
     use sqs_forwarder::{Env, SendSettings};
 

@@ -4,8 +4,8 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
-use sqs_forwarder::observability::Observability;
-use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::observe::Observability;
+use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
 use crate::event::Event;

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use super::run::Run;
 use super::slot::{Batch, Staging};
-use crate::outcome::{Failure, MessageOutcome, Outcome};
-use crate::transport::Transport;
+use crate::call::Transport;
+use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
 /// Why a FIFO group is blocked for the rest of the run.
 #[derive(Clone, Copy)]
@@ -117,7 +117,7 @@ pub(super) fn group_blocked(group: &str, by: BlockedBy) -> Failure {
         BlockedBy::Offload => "could not be offloaded",
     };
     Failure::transient(
-        crate::codes::GROUP_BLOCKED,
+        crate::send::codes::GROUP_BLOCKED,
         format!(
             "an earlier message of group {group:?} {what}; this one was not sent, to keep the group's order"
         ),

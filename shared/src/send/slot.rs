@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::encode::Entry;
-use crate::outcome::Failure;
-use crate::transport::{CallError, EntryResult};
+use crate::call::{CallError, EntryResult};
+use crate::message::encode::Entry;
+use crate::send::outcome::Failure;
 
 /// A message read and not yet settled.
 pub(super) struct Slot<P> {

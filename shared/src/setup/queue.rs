@@ -1,0 +1,389 @@
+//! The target queue: the SQS client, the queue's URL and its limits, read
+//! once at cold start.
+//!
+//! [`sqs_client_for`] builds the client (SDK retries off: the forwarder
+//! retries per entry itself); [`discover`] resolves a queue name with
+//! `GetQueueUrl` and reads `MaximumMessageSize` and
+//! `ContentBasedDeduplication` with `GetQueueAttributes` through aws-sdk-sqs
+//! (`SQS_CLIENT=sdk`); under `SQS_CLIENT=direct` the direct client makes the
+//! same calls ([`crate::call::direct::discover`]), so the start opens one
+//! connection and fetches the credentials once; [`settings_for`]
+//! turns the configuration and what was read into the forwarder's limits and
+//! rules. [`crate::setup::startup::connect`] puts the steps together. When
+//! `GetQueueAttributes` is not allowed (the SAM policy `SQSSendMessagePolicy` does not grant it), the
+//! forwarder falls back to `FALLBACK_MESSAGE_BYTES` and says so in a warning.
+//!
+//! The client works in the queue's region ([`sqs_region`]): `SQS_REGION`,
+//! else the region the queue URL names
+//! ([`crate::setup::aws_names::region_of_queue_url`]), else the
+//! function's. Its credentials are the function's, or an assumed role's
+//! ([`crate::setup::credentials`]).
+
+use aws_sdk_sqs::config::Region;
+use aws_sdk_sqs::config::StalledStreamProtectionConfig;
+use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::types::QueueAttributeName;
+
+use crate::message::encode::EncodeRules;
+use crate::message::limits::Limits;
+use crate::send::SendSettings;
+use crate::send::codes::sdk_error_parts;
+use crate::setup::aws_names::region_of_queue_url;
+use crate::setup::config::{Config, QueueTarget};
+use crate::setup::error::{ConfigError, SetupError};
+
+/// What the forwarder knows about its queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// The queue URL.
+    pub url: String,
+    /// Whether it is a FIFO queue.
+    pub fifo: bool,
+    /// `MaximumMessageSize`, when it could be read.
+    pub max_message_bytes: Option<usize>,
+    /// `ContentBasedDeduplication` (FIFO), when it could be read.
+    pub content_based_deduplication: Option<bool>,
+}
+
+/// The settings every SQS client of the forwarder gets on top of the SDK
+/// configuration: the forwarder's own retries and call timeouts are in
+/// charge, so the SDK's retries are off, and so is its stalled-stream
+/// protection (a throughput monitor around every request and response body,
+/// with a timer per call: `CALL_TIMEOUT_MS` already bounds every call).
+fn forwarder_settings(builder: aws_sdk_sqs::config::Builder) -> aws_sdk_sqs::config::Builder {
+    builder
+        .retry_config(RetryConfig::disabled())
+        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+}
+
+/// An SQS client for this SDK configuration, with the SDK's own retries and
+/// stalled-stream protection off (the forwarder retries and times calls out
+/// itself).
+pub fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(sdk)).build();
+    aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// The SQS client for `config`: [`sqs_client`] in the region
+/// [`sqs_region`] picks, so that a queue in another region gets requests
+/// sent to, and signed for, that region.
+pub fn sqs_client_for(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+) -> Result<aws_sdk_sqs::Client, SetupError> {
+    let region = sqs_region(sdk, config)?;
+    let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(sdk))
+        .region(Region::new(region))
+        .build();
+    Ok(aws_sdk_sqs::Client::from_conf(conf))
+}
+
+/// The region of the SQS client: `SQS_REGION` when set, else the region the
+/// `QUEUE_URL` names, else the SDK's (`AWS_REGION`; a `QUEUE_NAME` is looked
+/// up there). A `QUEUE_URL` that names no region is accepted only with
+/// `SQS_REGION` or when the SQS endpoint is overridden
+/// (`AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL`: local endpoints).
+pub fn sqs_region(sdk: &aws_config::SdkConfig, config: &Config) -> Result<String, SetupError> {
+    if let Some(region) = &config.sqs_region {
+        if let QueueTarget::Url(url) = &config.queue
+            && let Some(named) = region_of_queue_url(url)
+            && &named != region
+        {
+            tracing::info!(queue = %url, url_region = %named, sqs_region = %region, "SQS_REGION overrides the queue URL's region");
+        }
+        return Ok(region.clone());
+    }
+    if let QueueTarget::Url(url) = &config.queue {
+        if let Some(region) = region_of_queue_url(url) {
+            return Ok(region);
+        }
+        if !has_sqs_endpoint_override(sdk) {
+            return Err(ConfigError::new(
+                "QUEUE_URL",
+                url,
+                "a queue URL that names its region (https://sqs.<region>.amazonaws.com/<account>/<name>); a URL without one (a local endpoint) needs AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL, or SQS_REGION",
+            )
+            .into());
+        }
+    }
+    sdk.region().map(|r| r.as_ref().to_owned()).ok_or_else(|| {
+        ConfigError::new(
+            "SQS_REGION",
+            "",
+            "a region: set AWS_REGION or SQS_REGION, or give a QUEUE_URL that names its region",
+        )
+        .into()
+    })
+}
+
+/// Whether the SQS endpoint is overridden in these settings, the way the SQS
+/// client reads it: `AWS_ENDPOINT_URL_SQS` (or the profile's SQS
+/// `endpoint_url`), or the global `AWS_ENDPOINT_URL`.
+fn has_sqs_endpoint_override(sdk: &aws_config::SdkConfig) -> bool {
+    let service = aws_types::service_config::ServiceConfigKey::builder()
+        .service_id("SQS")
+        .env("AWS_ENDPOINT_URL")
+        .profile("endpoint_url")
+        .build()
+        .ok()
+        .and_then(|key| sdk.service_config().and_then(|c| c.load_config(key)));
+    service.is_some() || sdk.endpoint_url().is_some()
+}
+
+fn is_access_denied(code: &str) -> bool {
+    code.contains("AccessDenied")
+        || code.contains("NotAuthorized")
+        || code == "UnauthorizedOperation"
+}
+
+/// Resolve the queue URL and read its attributes through aws-sdk-sqs
+/// (`SQS_CLIENT=sdk`; [`crate::call::direct::discover`] makes the same calls
+/// through the direct client).
+pub async fn discover(
+    client: &aws_sdk_sqs::Client,
+    target: &QueueTarget,
+) -> Result<QueueInfo, SetupError> {
+    let standard_retries =
+        aws_sdk_sqs::config::Builder::default().retry_config(RetryConfig::standard());
+    let url = match target {
+        QueueTarget::Url(u) => u.clone(),
+        QueueTarget::Name {
+            name,
+            owner_account_id,
+        } => {
+            let out = client
+                .get_queue_url()
+                .queue_name(name)
+                .set_queue_owner_aws_account_id(owner_account_id.clone())
+                .customize()
+                .config_override(standard_retries.clone())
+                .send()
+                .await
+                .map_err(|e| {
+                    let (code, message) = sdk_error_parts(&e);
+                    SetupError::Queue {
+                        queue: name.clone(),
+                        code,
+                        message: format!("GetQueueUrl failed (QUEUE_NAME): {message}"),
+                    }
+                })?;
+            out.queue_url()
+                .map(str::to_owned)
+                .ok_or_else(|| SetupError::Queue {
+                    queue: name.clone(),
+                    code: "NoQueueUrl".into(),
+                    message: "GetQueueUrl returned no URL".into(),
+                })?
+        }
+    };
+    let fifo = target.is_fifo();
+    let attrs = client
+        .get_queue_attributes()
+        .queue_url(&url)
+        .set_attribute_names(Some(
+            attribute_names(fifo)
+                .iter()
+                .map(|&n| QueueAttributeName::from(n))
+                .collect(),
+        ))
+        .customize()
+        .config_override(standard_retries)
+        .send()
+        .await;
+    match attrs {
+        Ok(out) => {
+            let map = out.attributes();
+            Ok(queue_info(url, fifo, |name| {
+                map.and_then(|m| m.get(&QueueAttributeName::from(name)))
+                    .map(String::as_str)
+            }))
+        }
+        Err(e) => {
+            let (code, message) = sdk_error_parts(&e);
+            attributes_refused(url, fifo, code, message)
+        }
+    }
+}
+
+/// The attribute names [`discover`] asks `GetQueueAttributes` for.
+pub(crate) fn attribute_names(fifo: bool) -> &'static [&'static str] {
+    if fifo {
+        &["MaximumMessageSize", "ContentBasedDeduplication"]
+    } else {
+        &["MaximumMessageSize"]
+    }
+}
+
+/// What the forwarder knows of the queue at `url` from the attributes
+/// `get` returns by name.
+pub(crate) fn queue_info<'a>(
+    url: String,
+    fifo: bool,
+    get: impl Fn(&str) -> Option<&'a str>,
+) -> QueueInfo {
+    let max_message_bytes = get("MaximumMessageSize").and_then(|v| v.parse().ok());
+    let content_based_deduplication =
+        get("ContentBasedDeduplication").map(|v| v.eq_ignore_ascii_case("true"));
+    QueueInfo {
+        url,
+        fifo,
+        max_message_bytes,
+        content_based_deduplication,
+    }
+}
+
+/// `GetQueueAttributes` refused with `code`: without its limits when the
+/// refusal is access denied (a warning says so), else the start's error.
+pub(crate) fn attributes_refused(
+    url: String,
+    fifo: bool,
+    code: String,
+    message: String,
+) -> Result<QueueInfo, SetupError> {
+    if is_access_denied(&code) {
+        tracing::warn!(queue = %url, %code, "GetQueueAttributes is not allowed; using FALLBACK_MESSAGE_BYTES as the queue's message limit (grant sqs:GetQueueAttributes to read the real one)");
+        Ok(QueueInfo {
+            url,
+            fifo,
+            max_message_bytes: None,
+            content_based_deduplication: None,
+        })
+    } else {
+        Err(SetupError::Queue {
+            queue: url,
+            code,
+            message: format!("GetQueueAttributes failed: {message}"),
+        })
+    }
+}
+
+/// The limits for this configuration and queue.
+pub fn limits_for(config: &Config, queue: &QueueInfo) -> Limits {
+    let queue_limit = queue
+        .max_message_bytes
+        .unwrap_or(config.fallback_message_bytes);
+    Limits {
+        max_entries: config.max_batch_entries,
+        max_message_bytes: config
+            .max_message_bytes
+            .map_or(queue_limit, |c| c.min(queue_limit)),
+        max_request_bytes: config.max_batch_bytes,
+    }
+}
+
+/// The sending settings and encoding rules for this configuration and queue.
+pub fn settings_for(config: &Config, queue: &QueueInfo) -> (SendSettings, EncodeRules) {
+    (
+        SendSettings {
+            limits: limits_for(config, queue),
+            max_in_flight: config.max_in_flight,
+            window: config.window,
+            retry: config.retry,
+            oversize: config.oversize,
+            fifo_order: config.fifo_order,
+            call_timeout: config.call_timeout,
+            offload: config
+                .offload
+                .as_ref()
+                .map(|o| o.settings.clone())
+                .unwrap_or_default(),
+        },
+        EncodeRules {
+            body_encoding: config.body_encoding,
+            marker_attribute: config.encoding_attribute.clone(),
+            fifo: queue.fifo,
+            default_group_id: config.message_group_id.clone(),
+            content_based_deduplication: queue.content_based_deduplication,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Config {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned()).expect("valid configuration")
+    }
+
+    fn sdk(region: Option<&str>, endpoint: Option<&str>) -> aws_config::SdkConfig {
+        let mut b = aws_config::SdkConfig::builder();
+        b.set_region(region.map(|r| Region::new(r.to_owned())));
+        b.set_endpoint_url(endpoint.map(str::to_owned));
+        b.build()
+    }
+
+    #[test]
+    fn client_region_precedence() {
+        let remote = "https://sqs.ap-south-1.amazonaws.com/123456789012/q";
+        let local = "http://127.0.0.1:4566/123456789012/q";
+        let home = sdk(Some("us-east-1"), None);
+        let region = |sdk: &aws_config::SdkConfig, vars: &[(&str, &str)]| {
+            sqs_region(sdk, &config(vars)).map_err(|e| e.to_string())
+        };
+        // The queue's region beats the function's; SQS_REGION beats both.
+        assert_eq!(
+            region(&home, &[("QUEUE_URL", remote)]),
+            Ok("ap-south-1".into())
+        );
+        assert_eq!(
+            region(&home, &[("QUEUE_URL", remote), ("SQS_REGION", "eu-west-2")]),
+            Ok("eu-west-2".into())
+        );
+        // A name is looked up in SQS_REGION, else the function's region.
+        assert_eq!(
+            region(&home, &[("QUEUE_NAME", "q")]),
+            Ok("us-east-1".into())
+        );
+        assert_eq!(
+            region(&home, &[("QUEUE_NAME", "q"), ("SQS_REGION", "sa-east-1")]),
+            Ok("sa-east-1".into())
+        );
+        // A URL naming no region: fine with an endpoint override or SQS_REGION.
+        let overridden = sdk(Some("us-east-1"), Some("http://127.0.0.1:4566"));
+        assert_eq!(
+            region(&overridden, &[("QUEUE_URL", local)]),
+            Ok("us-east-1".into())
+        );
+        assert_eq!(
+            region(&home, &[("QUEUE_URL", local), ("SQS_REGION", "eu-north-1")]),
+            Ok("eu-north-1".into())
+        );
+        let e = region(&home, &[("QUEUE_URL", local)]).expect_err("no region");
+        assert!(
+            e.starts_with(&format!(
+                "invalid configuration: QUEUE_URL={local:?}: a queue URL that names its region"
+            )),
+            "{e}"
+        );
+        // No region anywhere.
+        let nowhere = sdk(None, Some("http://127.0.0.1:4566"));
+        let e = region(&nowhere, &[("QUEUE_URL", local)]).expect_err("no region");
+        assert!(
+            e.starts_with("invalid configuration: SQS_REGION=\"\": a region"),
+            "{e}"
+        );
+        assert_eq!(
+            region(&nowhere, &[("QUEUE_URL", remote)]),
+            Ok("ap-south-1".into())
+        );
+    }
+
+    #[test]
+    fn client_is_built_for_the_queue_region() {
+        let c = sqs_client_for(
+            &sdk(Some("us-east-1"), None),
+            &config(&[(
+                "QUEUE_URL",
+                "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/q",
+            )]),
+        )
+        .expect("client");
+        assert_eq!(c.config().region().map(|r| r.as_ref()), Some("cn-north-1"));
+    }
+}
