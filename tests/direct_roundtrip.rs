@@ -11,7 +11,7 @@ use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_sqs::config::{BehaviorVersion, Region};
 use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
-use sqs_forwarder::call::{BatchItem, CallError, Transport};
+use sqs_forwarder::call::transport::{BatchItem, CallError, Transport};
 use sqs_forwarder::{Attribute, Config, Forwarder, Message, Outcome, SqsTransport, Summary};
 
 fn sdk() -> SdkConfig {

@@ -37,7 +37,7 @@ use rabbitmq_to_sqs::drain::StopReason;
 use rabbitmq_to_sqs::{Function, HandlerError};
 use serde_json::Value;
 use sqs_forwarder::SqsTransport;
-use sqs_forwarder::call::BoxFuture;
+use sqs_forwarder::call::transport::BoxFuture;
 use sqs_forwarder::test_support::FakeSqs;
 
 /// One test at a time in this binary.

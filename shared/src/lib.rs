@@ -96,8 +96,10 @@ pub mod setup;
 #[doc(hidden)]
 pub mod test_support;
 
+pub use call::SqsTransport;
+pub use call::queue::QueueTarget;
 pub use call::receive::{QueueReader, ReceiveError, Received};
-pub use call::{SqsTransport, Transport};
+pub use call::transport::Transport;
 pub use message::encode::{BodyEncoding, Entry};
 pub use message::limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
@@ -107,7 +109,7 @@ pub use send::outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
 pub use send::retry::RetryPolicy;
 pub use send::sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
 pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
-pub use setup::config::{AssumeRole, Config, QueueTarget};
+pub use setup::config::{AssumeRole, Config};
 pub use setup::env::Env;
 pub use setup::error::{ConfigError, SetupError};
 pub use setup::startup::connect;

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::call::Transport;
+use crate::call::transport::Transport;
 use crate::message::Message;
 use crate::message::encode::{EncodeRules, Entry};
 use crate::message::limits::Limits;

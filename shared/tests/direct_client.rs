@@ -9,7 +9,7 @@ mod direct_common;
 use direct_common::{ACCESS_KEY, REGION, SECRET, both_clients, items, sdk};
 use serde_json::Value;
 use sqs_forwarder::Config;
-use sqs_forwarder::call::{EntryResult, Transport};
+use sqs_forwarder::call::transport::{EntryResult, Transport};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use direct_common::sigv4::{Received, parse_amz_date, verify};
 use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
 use sqs_forwarder::Config;
-use sqs_forwarder::call::Transport;
+use sqs_forwarder::call::transport::Transport;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -212,7 +212,7 @@ async fn a_real_signature_fault_is_not_retried_and_a_small_skew_is_not_corrected
         url.as_str(),
     );
     match direct.send_batch(&items()).await {
-        Err(sqs_forwarder::call::CallError::Failed(f)) => {
+        Err(sqs_forwarder::call::transport::CallError::Failed(f)) => {
             assert_eq!(f.code, "IncompleteSignature", "{f:?}");
         }
         other => panic!("{other:?}"),

@@ -18,8 +18,8 @@ use aws_config::BehaviorVersion;
 use aws_credential_types::Credentials;
 use aws_sdk_sqs::config::Region;
 use direct_common::{REGION, both_clients, items};
-use sqs_forwarder::call::Transport;
 use sqs_forwarder::call::direct::headers::Environment;
+use sqs_forwarder::call::transport::Transport;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

@@ -25,7 +25,7 @@ use direct_common::tls::{certificates, start_server};
 use direct_common::{both_clients, items};
 use hyper_util::client::proxy::matcher::Matcher;
 use sqs_forwarder::SqsTransport;
-use sqs_forwarder::call::{EntryResult, Transport};
+use sqs_forwarder::call::transport::{EntryResult, Transport};
 use sqs_forwarder::test_support::{ProxyRequest, TestProxy};
 
 const CHILD: &str = "DIRECT_PROXY_TEST_ENDPOINT";

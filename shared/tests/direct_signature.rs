@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use direct_common::sigv4::{Received, canonical_request, parse_amz_date, sha256_hex, verify};
 use direct_common::{ACCESS_KEY, REGION, SECRET, both_clients, items, sdk};
 use sqs_forwarder::Config;
-use sqs_forwarder::call::Transport;
+use sqs_forwarder::call::transport::Transport;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 

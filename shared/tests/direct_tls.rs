@@ -15,7 +15,7 @@ mod direct_common;
 use direct_common::items;
 use direct_common::tls::{certificates, start_server};
 use sqs_forwarder::SqsTransport;
-use sqs_forwarder::call::{EntryResult, Transport};
+use sqs_forwarder::call::transport::{EntryResult, Transport};
 
 const CHILD: &str = "DIRECT_TLS_TEST_ENDPOINT";
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqs_forwarder::call::BoxFuture;
+use sqs_forwarder::call::transport::BoxFuture;
 use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::message::limits::{Limits, message_size};
 use sqs_forwarder::send::offload::{POINTER_CLASS, pointer_body};

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sqs_forwarder::call::CallError;
+use sqs_forwarder::call::transport::CallError;
 use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::message::limits::{Limits, message_size};
 use sqs_forwarder::send::batch::{FifoOrder, pack_in_order};

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use async_compression::tokio::bufread::GzipEncoder;
 use serde_json::{Value, json};
-use sqs_forwarder::call::BoxFuture;
+use sqs_forwarder::call::transport::BoxFuture;
 use sqs_forwarder::message::encode::{EncodeRules, Entry};
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Forwarder, Limits, OversizePolicy, SendSettings, Transport};

@@ -72,7 +72,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::HeaderValue;
 
-use crate::call::{BatchItem, CallError, EntryResult};
+use crate::call::transport::{BatchItem, CallError, EntryResult};
 use crate::send::outcome::Failure;
 use crate::setup::error::ConfigError;
 use crate::setup::error::SetupError;
@@ -84,21 +84,6 @@ use self::sign::Signer;
 use self::skew::ClockSkew;
 
 pub use self::discover::discover;
-
-/// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SqsClient {
-    /// aws-sdk-sqs.
-    Sdk,
-    /// The direct client of this module (the default).
-    #[default]
-    Direct,
-}
-
-impl crate::setup::env::Word for SqsClient {
-    const WORDS: &'static [(&'static str, Self)] =
-        &[("sdk", SqsClient::Sdk), ("direct", SqsClient::Direct)];
-}
 
 /// The SDK's connect timeout when its configuration sets none
 /// (`BehaviorVersion::latest()`).
@@ -262,28 +247,6 @@ impl DirectClient {
     }
 }
 
-/// The direct client `config` asks for (`SQS_CLIENT`), built from `sdk`
-/// and `client` (its region and timeouts): `None` for `SQS_CLIENT=sdk`, and
-/// for a client of the caller's making (no `sdk`,
-/// [`crate::setup::startup::connect_with`]), which sends through aws-sdk-sqs, as
-/// the log says.
-pub fn for_config(
-    client: &aws_sdk_sqs::Client,
-    sdk: Option<&aws_config::SdkConfig>,
-    config: &crate::Config,
-) -> Result<Option<DirectClient>, SetupError> {
-    match (config.sqs_client, sdk) {
-        (SqsClient::Sdk, _) => Ok(None),
-        (SqsClient::Direct, Some(sdk)) => DirectClient::new(sdk, client).map(Some),
-        (SqsClient::Direct, None) => {
-            tracing::info!(
-                "a client of the caller's making (connect_with) sends through aws-sdk-sqs: the direct client needs the SDK configuration the client was built from (connect, connect_sdk)"
-            );
-            Ok(None)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,14 +269,6 @@ mod tests {
         assert_eq!(u("http://h:1/p"), Ok("http://h:1/p/".into()));
         assert!(u("ftp://h/").is_err());
         assert!(u("/just/a/path").is_err());
-    }
-
-    #[test]
-    fn client_names() {
-        use crate::setup::env::Word;
-        assert_eq!(SqsClient::from_word("sdk"), Some(SqsClient::Sdk));
-        assert_eq!(SqsClient::from_word("direct"), Some(SqsClient::Direct));
-        assert_eq!(SqsClient::from_word("Direct"), None);
     }
 
     #[tokio::test]

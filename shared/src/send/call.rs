@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Forwarder;
 use super::slot::{Batch, Done};
-use crate::call::{BatchItem, CallError, Transport};
+use crate::call::transport::{BatchItem, CallError, Transport};
 use crate::observe::metrics as m;
 use crate::send::outcome::Failure;
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::run::Run;
 use super::slot::{Batch, Staging};
-use crate::call::Transport;
+use crate::call::transport::Transport;
 use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
 /// Why a FIFO group is blocked for the rest of the run.

@@ -27,7 +27,7 @@
 
 use std::fmt;
 
-use crate::call::BoxFuture;
+use crate::call::transport::BoxFuture;
 use crate::message::Attribute;
 use crate::message::encode::Entry;
 use crate::message::limits::message_size;
@@ -185,7 +185,7 @@ mod s3 {
     use aws_sdk_s3::primitives::ByteStream;
 
     use super::PayloadStore;
-    use crate::call::BoxFuture;
+    use crate::call::transport::BoxFuture;
     use crate::send::outcome::Failure;
 
     /// An S3 client for this SDK configuration; `force_path_style` for local

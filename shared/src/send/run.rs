@@ -20,7 +20,7 @@ use super::groups::{Groups, group_blocked};
 use super::slot::{Batch, Done, Held, Slot, Staging};
 use super::stage::Put;
 use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
-use crate::call::Transport;
+use crate::call::transport::Transport;
 use crate::message::Message;
 use crate::message::encode::{Entry, prepare};
 use crate::observe::metrics as m;

@@ -11,7 +11,7 @@ use super::MIN_CALL_TIME;
 use super::groups::{BlockedBy, group_blocked};
 use super::run::Run;
 use super::slot::{Batch, CallResult, Slot};
-use crate::call::{CallError, EntryResult, Transport};
+use crate::call::transport::{CallError, EntryResult, Transport};
 use crate::observe::metrics as m;
 use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 

@@ -17,7 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::call::Transport;
+use crate::call::transport::Transport;
 use crate::message::Message;
 use crate::message::encode::{BodyEncoding, EncodeRules};
 use crate::message::limits::{MAX_BATCH_ENTRIES, MAX_MESSAGE_BYTES, MAX_REQUEST_BYTES};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::call::{CallError, EntryResult};
+use crate::call::transport::{CallError, EntryResult};
 use crate::message::encode::Entry;
 use crate::send::outcome::Failure;
 

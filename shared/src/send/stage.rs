@@ -15,7 +15,7 @@ use super::groups::BlockedBy;
 use super::run::Run;
 use super::slot::{Done, Staging};
 use super::{Forwarder, MIN_CALL_TIME};
-use crate::call::Transport;
+use crate::call::transport::Transport;
 use crate::message::encode::Entry;
 use crate::observe::metrics as m;
 use crate::send::offload;

@@ -11,6 +11,7 @@
 
 use std::time::Duration;
 
+use crate::call::queue::QueueTarget;
 use crate::message::Attribute;
 use crate::message::encode::{BodyEncoding, check_attribute};
 use crate::send::batch::FifoOrder;
@@ -27,31 +28,6 @@ pub mod variables;
 pub use variables::{MEMORY_SIZE_VARIABLE, VARIABLES, default_max_in_flight};
 
 use variables as var;
-
-/// Where to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QueueTarget {
-    /// A queue URL (`QUEUE_URL`).
-    Url(String),
-    /// A queue name, optionally in another account, resolved with
-    /// `GetQueueUrl` (`QUEUE_NAME`, `QUEUE_OWNER_ACCOUNT_ID`).
-    Name {
-        /// Queue name.
-        name: String,
-        /// Owner's AWS account id, for cross-account queues.
-        owner_account_id: Option<String>,
-    },
-}
-
-impl QueueTarget {
-    /// Whether the queue is FIFO (its name ends in `.fifo`).
-    pub fn is_fifo(&self) -> bool {
-        match self {
-            QueueTarget::Url(u) => u.trim_end_matches('/').ends_with(".fifo"),
-            QueueTarget::Name { name, .. } => name.ends_with(".fifo"),
-        }
-    }
-}
 
 /// A role to send as (`ASSUME_ROLE_ARN`): its temporary credentials sign
 /// every SQS call (and the S3 calls of a function that reads objects).
@@ -96,7 +72,7 @@ pub struct Config {
     /// region, else the SDK's (`AWS_REGION`).
     pub sqs_region: Option<String>,
     /// Which client makes the `SendMessageBatch` calls (`SQS_CLIENT`).
-    pub sqs_client: crate::call::direct::SqsClient,
+    pub sqs_client: crate::call::SqsClient,
     /// The role to send as (`ASSUME_ROLE_ARN` and its companions).
     pub assume_role: Option<AssumeRole>,
     /// Entries per call (`MAX_BATCH_ENTRIES`).

@@ -2,12 +2,11 @@
 //! once at cold start.
 //!
 //! [`sqs_client_for`] builds the client (SDK retries off: the forwarder
-//! retries per entry itself); [`discover`] resolves a queue name with
-//! `GetQueueUrl` and reads `MaximumMessageSize` and
-//! `ContentBasedDeduplication` with `GetQueueAttributes` through aws-sdk-sqs
-//! (`SQS_CLIENT=sdk`); under `SQS_CLIENT=direct` the direct client makes the
-//! same calls ([`crate::call::direct::discover`]), so the start opens one
-//! connection and fetches the credentials once; [`settings_for`]
+//! retries per entry itself); the start-up calls resolve a queue name with
+//! `GetQueueUrl` and read `MaximumMessageSize` and
+//! `ContentBasedDeduplication` with `GetQueueAttributes` through the client
+//! that sends ([`crate::call::transport()`]), into a
+//! [`QueueInfo`]; [`settings_for`]
 //! turns the configuration and what was read into the forwarder's limits and
 //! rules. [`crate::setup::startup::connect`] puts the steps together. When
 //! `GetQueueAttributes` is not allowed (the SAM policy `SQSSendMessagePolicy` does not grant it), the
@@ -22,28 +21,14 @@
 use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::config::StalledStreamProtectionConfig;
 use aws_sdk_sqs::config::retry::RetryConfig;
-use aws_sdk_sqs::types::QueueAttributeName;
 
+use crate::call::queue::{QueueInfo, QueueTarget};
 use crate::message::encode::EncodeRules;
 use crate::message::limits::Limits;
 use crate::send::SendSettings;
-use crate::send::codes::sdk_error_parts;
 use crate::setup::aws_names::region_of_queue_url;
-use crate::setup::config::{Config, QueueTarget};
+use crate::setup::config::Config;
 use crate::setup::error::{ConfigError, SetupError};
-
-/// What the forwarder knows about its queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueInfo {
-    /// The queue URL.
-    pub url: String,
-    /// Whether it is a FIFO queue.
-    pub fifo: bool,
-    /// `MaximumMessageSize`, when it could be read.
-    pub max_message_bytes: Option<usize>,
-    /// `ContentBasedDeduplication` (FIFO), when it could be read.
-    pub content_based_deduplication: Option<bool>,
-}
 
 /// The settings every SQS client of the forwarder gets on top of the SDK
 /// configuration: the forwarder's own retries and call timeouts are in
@@ -128,133 +113,6 @@ fn has_sqs_endpoint_override(sdk: &aws_config::SdkConfig) -> bool {
         .ok()
         .and_then(|key| sdk.service_config().and_then(|c| c.load_config(key)));
     service.is_some() || sdk.endpoint_url().is_some()
-}
-
-fn is_access_denied(code: &str) -> bool {
-    code.contains("AccessDenied")
-        || code.contains("NotAuthorized")
-        || code == "UnauthorizedOperation"
-}
-
-/// Resolve the queue URL and read its attributes through aws-sdk-sqs
-/// (`SQS_CLIENT=sdk`; [`crate::call::direct::discover`] makes the same calls
-/// through the direct client).
-pub async fn discover(
-    client: &aws_sdk_sqs::Client,
-    target: &QueueTarget,
-) -> Result<QueueInfo, SetupError> {
-    let standard_retries =
-        aws_sdk_sqs::config::Builder::default().retry_config(RetryConfig::standard());
-    let url = match target {
-        QueueTarget::Url(u) => u.clone(),
-        QueueTarget::Name {
-            name,
-            owner_account_id,
-        } => {
-            let out = client
-                .get_queue_url()
-                .queue_name(name)
-                .set_queue_owner_aws_account_id(owner_account_id.clone())
-                .customize()
-                .config_override(standard_retries.clone())
-                .send()
-                .await
-                .map_err(|e| {
-                    let (code, message) = sdk_error_parts(&e);
-                    SetupError::Queue {
-                        queue: name.clone(),
-                        code,
-                        message: format!("GetQueueUrl failed (QUEUE_NAME): {message}"),
-                    }
-                })?;
-            out.queue_url()
-                .map(str::to_owned)
-                .ok_or_else(|| SetupError::Queue {
-                    queue: name.clone(),
-                    code: "NoQueueUrl".into(),
-                    message: "GetQueueUrl returned no URL".into(),
-                })?
-        }
-    };
-    let fifo = target.is_fifo();
-    let attrs = client
-        .get_queue_attributes()
-        .queue_url(&url)
-        .set_attribute_names(Some(
-            attribute_names(fifo)
-                .iter()
-                .map(|&n| QueueAttributeName::from(n))
-                .collect(),
-        ))
-        .customize()
-        .config_override(standard_retries)
-        .send()
-        .await;
-    match attrs {
-        Ok(out) => {
-            let map = out.attributes();
-            Ok(queue_info(url, fifo, |name| {
-                map.and_then(|m| m.get(&QueueAttributeName::from(name)))
-                    .map(String::as_str)
-            }))
-        }
-        Err(e) => {
-            let (code, message) = sdk_error_parts(&e);
-            attributes_refused(url, fifo, code, message)
-        }
-    }
-}
-
-/// The attribute names [`discover`] asks `GetQueueAttributes` for.
-pub(crate) fn attribute_names(fifo: bool) -> &'static [&'static str] {
-    if fifo {
-        &["MaximumMessageSize", "ContentBasedDeduplication"]
-    } else {
-        &["MaximumMessageSize"]
-    }
-}
-
-/// What the forwarder knows of the queue at `url` from the attributes
-/// `get` returns by name.
-pub(crate) fn queue_info<'a>(
-    url: String,
-    fifo: bool,
-    get: impl Fn(&str) -> Option<&'a str>,
-) -> QueueInfo {
-    let max_message_bytes = get("MaximumMessageSize").and_then(|v| v.parse().ok());
-    let content_based_deduplication =
-        get("ContentBasedDeduplication").map(|v| v.eq_ignore_ascii_case("true"));
-    QueueInfo {
-        url,
-        fifo,
-        max_message_bytes,
-        content_based_deduplication,
-    }
-}
-
-/// `GetQueueAttributes` refused with `code`: without its limits when the
-/// refusal is access denied (a warning says so), else the start's error.
-pub(crate) fn attributes_refused(
-    url: String,
-    fifo: bool,
-    code: String,
-    message: String,
-) -> Result<QueueInfo, SetupError> {
-    if is_access_denied(&code) {
-        tracing::warn!(queue = %url, %code, "GetQueueAttributes is not allowed; using FALLBACK_MESSAGE_BYTES as the queue's message limit (grant sqs:GetQueueAttributes to read the real one)");
-        Ok(QueueInfo {
-            url,
-            fifo,
-            max_message_bytes: None,
-            content_based_deduplication: None,
-        })
-    } else {
-        Err(SetupError::Queue {
-            queue: url,
-            code,
-            message: format!("GetQueueAttributes failed: {message}"),
-        })
-    }
 }
 
 /// The limits for this configuration and queue.

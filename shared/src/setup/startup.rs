@@ -38,7 +38,7 @@ use crate::send::Forwarder;
 use crate::setup::config::Config;
 use crate::setup::env::Env;
 use crate::setup::error::SetupError;
-use crate::setup::queue::{discover, settings_for, sqs_client_for};
+use crate::setup::queue::{settings_for, sqs_client_for};
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
 /// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
@@ -106,23 +106,19 @@ pub async fn connect_with(
 /// The forwarder to the queue `config` names, through `client`: the queue
 /// found and its limits read. `sdk`: the AWS settings the client was built
 /// from, when there are any; `SQS_CLIENT=direct` needs them
-/// ([`crate::call::direct`]), and then makes the start-up calls too.
+/// ([`crate::call::transport`] makes the choice and the start-up calls).
 async fn ready(
     client: aws_sdk_sqs::Client,
     sdk: Option<&aws_config::SdkConfig>,
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    // Under SQS_CLIENT=direct the start-up calls go through the client that
-    // sends: one connection and one credentials fetch for the whole start.
-    let direct = crate::call::direct::for_config(&client, sdk, config)?;
-    let queue = match &direct {
-        Some(direct) => crate::call::direct::discover(direct, &config.queue).await?,
-        None => discover(&client, &config.queue).await?,
-    };
+    let region = client.config().region().cloned();
+    let (transport, queue) =
+        crate::call::transport(client, sdk, config.sqs_client, &config.queue).await?;
     let (settings, rules) = settings_for(config, &queue);
     tracing::info!(
         queue = %queue.url,
-        region = ?client.config().region(),
+        region = ?region,
         fifo = queue.fifo,
         max_message_bytes = settings.limits.max_message_bytes,
         queue_max_message_bytes = ?queue.max_message_bytes,
@@ -135,10 +131,6 @@ async fn ready(
         offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
         "forwarder ready"
     );
-    let transport = match direct {
-        Some(direct) => SqsTransport::direct(direct, queue.url),
-        None => SqsTransport::new(client, queue.url),
-    };
     Ok(Forwarder::new(transport, settings, rules))
 }
 

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::call::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use crate::call::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
 use crate::message::AttributeValue;
 use crate::message::encode::{Entry, SharedEntry};
 use crate::send::outcome::Failure;

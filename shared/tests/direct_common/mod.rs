@@ -17,7 +17,7 @@ use aws_config::SdkConfig;
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_sqs::config::{BehaviorVersion, Region};
-use sqs_forwarder::call::BatchItem;
+use sqs_forwarder::call::transport::BatchItem;
 use sqs_forwarder::message::encode::Entry;
 use sqs_forwarder::{Attribute, SqsTransport};
 

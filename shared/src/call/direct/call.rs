@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 
-use crate::call::CallError;
+use crate::call::transport::CallError;
 use crate::send::codes::{self, error_chain};
 use crate::send::outcome::Failure;
 

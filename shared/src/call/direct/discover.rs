@@ -1,7 +1,7 @@
 //! The start-up calls through the direct client (`SQS_CLIENT=direct`):
 //! `GetQueueUrl` for a `QUEUE_NAME` and `GetQueueAttributes`, in AWS JSON
 //! 1.0 as the SDK makes them, with the same results and errors as
-//! [`crate::setup::queue::discover`] (the SDK path of `SQS_CLIENT=sdk`).
+//! `discover` of [`crate::call::sdk`] (the SDK path of `SQS_CLIENT=sdk`).
 //!
 //! Made through the client that will send the batches, they open the
 //! connection the sends reuse and fetch the credentials the sends sign
@@ -16,11 +16,11 @@ use bytes::Bytes;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::call::CallError;
+use crate::call::queue::QueueTarget;
+use crate::call::queue::{QueueInfo, attribute_names, attributes_refused, queue_info};
+use crate::call::transport::CallError;
 use crate::send::outcome::Failure;
-use crate::setup::config::QueueTarget;
 use crate::setup::error::SetupError;
-use crate::setup::queue::{QueueInfo, attribute_names, attributes_refused, queue_info};
 
 use super::DirectClient;
 
@@ -120,7 +120,7 @@ impl DirectClient {
 }
 
 /// Resolve the queue URL and read its attributes through the direct
-/// client: [`crate::setup::queue::discover`]'s calls, results and errors.
+/// client: the SDK path's calls, results and errors ([`crate::call::sdk`]).
 pub async fn discover(
     client: &DirectClient,
     target: &QueueTarget,

@@ -1,6 +1,6 @@
 //! `SendMessageBatch` on the wire, AWS JSON 1.0: the request body, the
 //! answer and the error answer, mapped to [`EntryResult`]s and
-//! [`CallError`]s exactly as [`crate::call::classify_sdk_error`] maps
+//! [`CallError`]s exactly as [`crate::call::sdk::classify_sdk_error`] maps
 //! the SDK's.
 //!
 //! Pure functions, no I/O: every answer shape is unit-tested below. Nothing
@@ -10,7 +10,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Deserialize;
 
-use crate::call::{BatchItem, CallError, EntryResult};
+use crate::call::transport::{BatchItem, CallError, EntryResult};
 use crate::message::{Attribute, AttributeValue};
 use crate::send::codes;
 use crate::send::outcome::Failure;
@@ -231,7 +231,7 @@ pub fn sanitize_error_code(code: &str) -> &str {
 }
 
 /// The whole-call error of a non-2xx answer, as
-/// [`crate::call::classify_sdk_error`] classifies the SDK's: the code
+/// [`crate::call::sdk::classify_sdk_error`] classifies the SDK's: the code
 /// is the query-compatible one (`x-amzn-query-error`) when SQS sends it,
 /// else `x-amzn-errortype`, else the body's (sanitized); no code at all
 /// (a non-JSON 5xx from a proxy) is `UnknownError`, retryable by its

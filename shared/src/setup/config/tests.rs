@@ -306,3 +306,11 @@ fn overrides() {
     assert_eq!(c.body_encoding, BodyEncoding::Never);
     assert_eq!(c.log_format, LogFormat::Json);
 }
+
+#[test]
+fn client_names() {
+    use crate::call::SqsClient;
+    assert_eq!(SqsClient::from_word("sdk"), Some(SqsClient::Sdk));
+    assert_eq!(SqsClient::from_word("direct"), Some(SqsClient::Direct));
+    assert_eq!(SqsClient::from_word("Direct"), None);
+}

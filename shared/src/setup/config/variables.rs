@@ -3,7 +3,7 @@
 //! them through it, its errors say its `allowed`, and the configuration
 //! table of `docs/configuration.md` is checked against [`VARIABLES`], in order.
 
-use crate::call::direct::SqsClient;
+use crate::call::SqsClient;
 use crate::message::encode::{BodyEncoding, DEFAULT_ENCODING_ATTRIBUTE};
 use crate::message::limits::MIN_MESSAGE_BYTES as MIN;
 use crate::message::limits::{
@@ -12,7 +12,7 @@ use crate::message::limits::{
 use crate::send::OversizePolicy;
 use crate::send::batch::FifoOrder;
 use crate::send::offload::{SIZE_ATTRIBUTE, SizeAttribute};
-use crate::setup::env::Variable;
+use crate::setup::env::{Variable, Word};
 
 use super::LogFormat;
 
@@ -43,6 +43,13 @@ pub const SQS_REGION: Variable = Variable::text(
 );
 /// `SQS_CLIENT`.
 pub const SQS_CLIENT: Variable = Variable::words::<SqsClient>("SQS_CLIENT", "direct");
+
+/// `SQS_CLIENT`'s words.
+impl Word for SqsClient {
+    const WORDS: &'static [(&'static str, Self)] =
+        &[("sdk", SqsClient::Sdk), ("direct", SqsClient::Direct)];
+}
+
 /// `ASSUME_ROLE_ARN`.
 pub const ASSUME_ROLE_ARN: Variable = Variable::text(
     "ASSUME_ROLE_ARN",
