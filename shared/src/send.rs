@@ -30,9 +30,10 @@
 //! for the rest of the call to [`Forwarder::forward`] ([`run`]).
 //!
 //! The steps, one file each: this file (the API and settings), [`run`] (the
-//! window and the scheduling loop), [`slot`] (what the window holds),
-//! [`call`] (one `SendMessageBatch` call), [`settle`] (a call's answer into
-//! outcomes and retries), [`groups`] (FIFO group order and blocking),
+//! window and the scheduling loop), [`slot`] (what the window holds, and the
+//! puts waiting), [`call`] (one `SendMessageBatch` call), [`settle`] (a call's answer into
+//! outcomes and retries), [`group_state`] (the FIFO groups of a run) and
+//! [`groups`] (their order and blocking as calls go and come back),
 //! [`stage`] (offload puts).
 
 pub mod batch;
@@ -57,6 +58,7 @@ use crate::send::outcome::{Failure, MessageOutcome, Outcome, Summary};
 use crate::send::retry::RetryPolicy;
 
 mod call;
+mod group_state;
 mod groups;
 mod run;
 mod settle;

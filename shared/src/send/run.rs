@@ -16,9 +16,8 @@ use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
-use super::groups::{Groups, group_blocked};
-use super::slot::{Batch, Done, Held, Slot, Staging};
-use super::stage::Put;
+use super::group_state::{Groups, group_blocked};
+use super::slot::{Batch, Done, Held, Put, Slot, Staging};
 use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
 use crate::call::transport::Transport;
 use crate::message::Message;

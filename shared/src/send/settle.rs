@@ -8,7 +8,7 @@
 use tokio::time::Instant;
 
 use super::MIN_CALL_TIME;
-use super::groups::{BlockedBy, group_blocked};
+use super::group_state::{BlockedBy, group_blocked};
 use super::run::Run;
 use super::slot::{Batch, CallResult, Slot};
 use crate::call::transport::{CallError, EntryResult, Transport};

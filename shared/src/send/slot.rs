@@ -1,6 +1,7 @@
 //! What the window holds: one [`Slot`] per message read and not yet settled,
-//! the calls and puts that come back to the loop ([`Done`]), and the window's
-//! running totals ([`Held`]).
+//! the calls and puts that come back to the loop ([`Done`]), the window's
+//! running totals ([`Held`]), and the payloads waiting for their put
+//! ([`Put`]).
 
 use std::sync::Arc;
 
@@ -62,4 +63,11 @@ pub(super) enum Done<P> {
 pub(super) struct Held {
     pub messages: usize,
     pub bytes: usize,
+}
+
+/// A payload waiting for its put.
+pub(super) struct Put {
+    pub index: usize,
+    pub key: String,
+    pub payload: String,
 }

@@ -11,22 +11,15 @@
 
 use tokio::time::Instant;
 
-use super::groups::BlockedBy;
+use super::group_state::BlockedBy;
 use super::run::Run;
-use super::slot::{Done, Staging};
+use super::slot::{Done, Put, Staging};
 use super::{Forwarder, MIN_CALL_TIME};
 use crate::call::transport::Transport;
 use crate::message::encode::Entry;
 use crate::observe::metrics as m;
 use crate::send::offload;
 use crate::send::outcome::{Failure, MessageOutcome, Outcome};
-
-/// A payload waiting for its put.
-pub(super) struct Put {
-    pub index: usize,
-    key: String,
-    payload: String,
-}
 
 impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// Stage a message for offload: its pointer holds its place, its
