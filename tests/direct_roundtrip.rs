@@ -153,7 +153,7 @@ async fn fifo_batches_keep_group_order_and_deduplicate() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_queue_fails_as_through_the_sdk() {
     let sdk = sdk();
-    let sqs = sqs_forwarder::setup::queue::sqs_client(&sdk);
+    let sqs = sqs_forwarder::setup::client::sqs_client(&sdk);
     let url = format!("{}/123456789012/no-such-queue-direct", endpoint());
     let direct = SqsTransport::direct(
         sqs_forwarder::call::direct::DirectClient::new(&sdk, &sqs).expect("direct"),

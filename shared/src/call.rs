@@ -86,7 +86,7 @@ enum Client {
 impl SqsTransport {
     /// A transport for this client and queue. The forwarder retries by
     /// itself, so the client should have the SDK's retries disabled (see
-    /// [`crate::setup::queue::sqs_client`]).
+    /// [`crate::setup::client::sqs_client`]).
     pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
         SqsTransport {
             client: Client::Sdk(client),

@@ -36,7 +36,7 @@
 //! [`setup`] sets it up from environment variables ([`setup::config`],
 //! [`setup::startup`]); [`observe`] reports on it (logs and metrics).
 //! [`call::receive`] reads a queue, for tools that take messages back out of
-//! one (the replay command and the on-failure queue); [`payload`] reads a
+//! one (the replay command and the on-failure queue); [`event_reader`] reads a
 //! Lambda event borrowed.
 //!
 //! ## In a Lambda function
@@ -62,7 +62,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, setup::queue::sqs_client};
+//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, setup::client::sqs_client};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
@@ -87,9 +87,9 @@
 //! ```
 
 pub mod call;
+pub mod event_reader;
 pub mod message;
 pub mod observe;
-pub mod payload;
 pub mod send;
 pub mod setup;
 #[cfg(any(test, feature = "test-support"))]

@@ -155,7 +155,7 @@ async fn a_skewed_clock_is_corrected_from_the_servers_date() {
         let server = server_with_clock(offset).await;
         let url = format!("{}/123456789012/q", server.uri());
         let sdk = sdk(&server.uri(), None);
-        let client = sqs_forwarder::setup::queue::sqs_client(&sdk);
+        let client = sqs_forwarder::setup::client::sqs_client(&sdk);
         // In Lambda, with a trace id: sent unsigned, the signature verifies.
         let lambda = sqs_forwarder::call::direct::headers::Environment::lookup(|name| match name {
             "AWS_LAMBDA_FUNCTION_NAME" => Some("fn".into()),
@@ -206,7 +206,7 @@ async fn a_real_signature_fault_is_not_retried_and_a_small_skew_is_not_corrected
         ),
     ));
     let wrong = wrong.build();
-    let client = sqs_forwarder::setup::queue::sqs_client(&wrong);
+    let client = sqs_forwarder::setup::client::sqs_client(&wrong);
     let direct = sqs_forwarder::SqsTransport::direct(
         sqs_forwarder::call::direct::DirectClient::new(&wrong, &client).expect("direct"),
         url.as_str(),
@@ -225,7 +225,7 @@ async fn a_real_signature_fault_is_not_retried_and_a_small_skew_is_not_corrected
     // A server 2 minutes ahead accepts at once, and its offset is kept.
     let server = server_with_clock(120).await;
     let sdk = sdk(&server.uri(), None);
-    let client = sqs_forwarder::setup::queue::sqs_client(&sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
     let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client).expect("direct");
     direct
         .send_batch(&format!("{}/1/q", server.uri()), &items())

@@ -174,7 +174,7 @@ async fn the_trace_id_is_read_for_every_call() {
         _ => None,
     });
     let sdk = direct_common::sdk(&server.uri(), None);
-    let client = sqs_forwarder::setup::queue::sqs_client(&sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
     let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client)
         .expect("direct")
         .with_environment(environment);

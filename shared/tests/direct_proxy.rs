@@ -300,7 +300,7 @@ async fn the_proxy_settings_can_be_given() {
     let endpoint = format!("http://{HIDDEN}:{port}");
     let proxy = hidden_proxy(None);
     let sdk = direct_common::sdk(&endpoint, None);
-    let client = sqs_forwarder::setup::queue::sqs_client(&sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
     let queue = format!("{endpoint}/123456789012/q");
     let through = Matcher::builder().http(proxy.url()).build();
     let direct = sqs_forwarder::call::direct::DirectClient::with_proxy(&sdk, &client, &through)

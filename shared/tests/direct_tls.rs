@@ -34,7 +34,7 @@ fn run_child(case: &str, roots: &str, endpoint: &str) -> std::process::Output {
 /// In the child: one batch through the direct client to the endpoint.
 async fn send_through_direct(endpoint: &str) -> Result<Vec<(String, EntryResult)>, String> {
     let sdk = direct_common::sdk(endpoint, None);
-    let client = sqs_forwarder::setup::queue::sqs_client(&sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
     let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client)
         .map_err(|e| format!("direct client: {e}"))?;
     let transport = SqsTransport::direct(direct, format!("{endpoint}/123456789012/q"));

@@ -209,7 +209,7 @@ fn forwarder(endpoint: &str, settings: SendSettings) -> Forwarder<SqsTransport> 
             .build();
         let direct = sqs_forwarder::call::direct::DirectClient::new(
             &sdk,
-            &sqs_forwarder::setup::queue::sqs_client(&sdk),
+            &sqs_forwarder::setup::client::sqs_client(&sdk),
         )
         .expect("direct client");
         SqsTransport::direct(direct, url)

@@ -7,7 +7,7 @@ use sqs_forwarder::observe::Observability;
 use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, Forwarder, SqsTransport};
 
-use sqs_forwarder::payload::Checked;
+use sqs_forwarder::event_reader::Checked;
 
 use crate::event::{Incoming, KinesisEvent, KinesisEventResponse};
 use crate::{InvocationError, SERVICE, Settings, handle};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use kinesis_to_sqs::event::{Incoming, KinesisEventResponse};
 use kinesis_to_sqs::{InvocationError, Lambda};
 use lambda_runtime::{LambdaEvent, service_fn};
-use sqs_forwarder::payload::Checked;
+use sqs_forwarder::event_reader::Checked;
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).

@@ -29,7 +29,7 @@
 //! * **Credentials**: the SDK client's credentials provider (the function's,
 //!   or the assumed role's), cached until 30 seconds before they expire; one
 //!   caller refreshes while the others keep signing with the still-valid
-//!   ones ([`credentials`]). Signed with `aws-sigv4`, as the SDK signs;
+//!   ones ([`credentials_cache`]). Signed with `aws-sigv4`, as the SDK signs;
 //!   `tests/direct_signature.rs` checks the signature with a SigV4
 //!   verifier written from AWS's specification and pinned to its published
 //!   example, which also accepts the SDK's own request.
@@ -58,7 +58,7 @@
 
 mod call;
 mod connect;
-pub mod credentials;
+pub mod credentials_cache;
 mod discover;
 pub mod headers;
 pub mod proxy;
@@ -78,7 +78,7 @@ use crate::setup::error::ConfigError;
 use crate::setup::error::SetupError;
 
 use self::connect::{HttpClient, endpoint_override, endpoint_uri, http_client, setup_error};
-use self::credentials::CredentialsCache;
+use self::credentials_cache::CredentialsCache;
 use self::headers::Environment;
 use self::sign::Signer;
 use self::skew::ClockSkew;
@@ -119,7 +119,7 @@ impl std::fmt::Debug for DirectClient {
 impl DirectClient {
     /// A direct client with the region and timeouts of `sqs` (an SQS client
     /// built from `sdk`, as
-    /// [`crate::setup::queue::sqs_client_for`] builds it) and the credentials
+    /// [`crate::setup::client::sqs_client_for`] builds it) and the credentials
     /// provider and endpoint settings of `sdk`. Resolves the endpoint and
     /// loads the TLS roots (for `https`) now; the first call fetches the
     /// credentials (at start, [`discover`]'s). Calls go through the HTTP
@@ -299,7 +299,7 @@ mod tests {
             ),
         ] {
             let sdk = sdk(endpoint, fips);
-            let client = crate::setup::queue::sqs_client(&sdk);
+            let client = crate::setup::client::sqs_client(&sdk);
             let d = DirectClient::new(&sdk, &client);
             match (want.starts_with("https"), d) {
                 (_, Ok(d)) => assert_eq!(d.endpoint().to_string(), want),

@@ -3,7 +3,7 @@
 //! session names and external ids, S3 bucket names and key prefixes.
 //!
 //! [`crate::setup::config`] uses them to refuse a bad value at cold start;
-//! [`crate::setup::queue`] and [`crate::call::receive`] read a queue URL's region.
+//! [`crate::setup::client`] and [`crate::call::receive`] read a queue URL's region.
 
 /// Whether `name` has the shape of an AWS region name: `us-east-1`,
 /// `us-gov-west-1`, `cn-north-1`, `us-isob-east-1`, `eusc-de-east-1`.

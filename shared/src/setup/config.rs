@@ -7,7 +7,7 @@
 //! `docs/configuration.md` lists
 //! the same variables with the same defaults, and a test checks that the two
 //! agree. The steps: [`target`] (queue, region, role), sending limits and
-//! retries (here), [`offload`] (the claim check), message rules (here).
+//! retries (here), [`offload_vars`] (the claim check's variables), message rules (here).
 
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use crate::send::{OversizePolicy, Window};
 use crate::setup::env::{Env, Word};
 use crate::setup::error::ConfigError;
 
-mod offload;
+mod offload_vars;
 mod target;
 pub mod variables;
 
@@ -172,7 +172,7 @@ impl Config {
         let call_timeout = env.required_number(&var::CALL_TIMEOUT_MS)?;
         let deadline_margin = env.required_number(&var::DEADLINE_MARGIN_MS)?;
         let oversize = env.choice(&var::OVERSIZE_POLICY)?;
-        let offload = offload::read(env, oversize)?;
+        let offload = offload_vars::read(env, oversize)?;
 
         let body_encoding = env.choice(&var::BODY_ENCODING)?;
         let encoding_attribute = env.text(&var::ENCODING_ATTRIBUTE);

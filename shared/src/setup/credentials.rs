@@ -71,7 +71,7 @@ pub async fn assume_role(base: SdkConfig, role: &AssumeRole) -> Result<SdkConfig
 /// The role's provider, shared by everything that signs as the role (the
 /// SDK client's identity cache and the direct client's): it hands out the
 /// credentials it holds, starting with those got at cold start, until they
-/// are within [`crate::call::direct::credentials::REFRESH_BEFORE`] of expiring;
+/// are within [`crate::call::direct::credentials_cache::REFRESH_BEFORE`] of expiring;
 /// then the first caller asks STS again while the others wait for that
 /// answer. One `AssumeRole` per renewal, whichever client asks first.
 #[derive(Debug)]
@@ -87,7 +87,7 @@ impl ProvideCredentials for Primed {
     {
         future::ProvideCredentials::new(async move {
             let mut current = self.current.lock().await;
-            if crate::call::direct::credentials::renewal_due(
+            if crate::call::direct::credentials_cache::renewal_due(
                 current.expiry(),
                 std::time::SystemTime::now(),
             ) {

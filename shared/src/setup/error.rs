@@ -3,7 +3,7 @@
 //!
 //! Both live here, apart from the steps that raise them, so that reading the
 //! configuration ([`crate::setup::config`]), assuming a role ([`crate::setup::credentials`])
-//! and finding the queue ([`crate::setup::queue`]) need nothing of one another.
+//! and finding the queue ([`crate::setup::client`]) need nothing of one another.
 
 /// A configuration value that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -35,10 +35,10 @@ use std::time::Duration;
 use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
 use crate::send::Forwarder;
+use crate::setup::client::{settings_for, sqs_client_for};
 use crate::setup::config::Config;
 use crate::setup::env::Env;
 use crate::setup::error::SetupError;
-use crate::setup::queue::{settings_for, sqs_client_for};
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
 /// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
@@ -77,7 +77,7 @@ async fn connect_loaded(
 /// Like [`connect`], with AWS settings of the caller's making, used as they
 /// are (for an assumed role, pass them through
 /// [`crate::setup::credentials::assume_role`] first). The client's region is
-/// [`crate::setup::queue::sqs_region`]'s. Under `OVERSIZE_POLICY=offload` the S3
+/// [`crate::setup::client::sqs_region`]'s. Under `OVERSIZE_POLICY=offload` the S3
 /// payload store uses the same settings ([`connect`] instead uses the
 /// function's own credentials for S3 when it assumes a role).
 pub async fn connect_sdk(

@@ -77,7 +77,7 @@ pub fn items() -> Vec<BatchItem> {
 /// The same queue through the direct client and through aws-sdk-sqs, both
 /// built from `sdk` as the functions build them: (direct, SDK).
 pub fn both_clients(sdk: &SdkConfig, queue_url: &str) -> (SqsTransport, SqsTransport) {
-    let client = sqs_forwarder::setup::queue::sqs_client(sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(sdk);
     let direct = SqsTransport::direct(
         sqs_forwarder::call::direct::DirectClient::new(sdk, &client).expect("direct client"),
         queue_url,

@@ -1,16 +1,11 @@
-//! The target queue: the SQS client, the queue's URL and its limits, read
-//! once at cold start.
+//! The SQS client the forwarder calls with, and the settings it sends with.
 //!
 //! [`sqs_client_for`] builds the client (SDK retries off: the forwarder
-//! retries per entry itself); the start-up calls resolve a queue name with
-//! `GetQueueUrl` and read `MaximumMessageSize` and
-//! `ContentBasedDeduplication` with `GetQueueAttributes` through the client
-//! that sends ([`crate::call::transport()`]), into a
-//! [`QueueInfo`]; [`settings_for`]
-//! turns the configuration and what was read into the forwarder's limits and
-//! rules. [`crate::setup::startup::connect`] puts the steps together. When
-//! `GetQueueAttributes` is not allowed (the SAM policy `SQSSendMessagePolicy` does not grant it), the
-//! forwarder falls back to `FALLBACK_MESSAGE_BYTES` and says so in a warning.
+//! retries per entry itself), which [`crate::call::transport()`] then uses
+//! (or the direct client built from it) for the start-up calls and the
+//! sends; [`settings_for`] turns the configuration and what the start-up
+//! calls read of the queue ([`QueueInfo`]) into the forwarder's limits and
+//! rules. [`crate::setup::startup::connect`] puts the steps together.
 //!
 //! The client works in the queue's region ([`sqs_region`]): `SQS_REGION`,
 //! else the region the queue URL names
