@@ -86,9 +86,13 @@ fn config(url: &str, bucket: &str, extra: &[(&str, &str)]) -> Config {
 /// The forwarder as a function's cold start builds it: the S3 payload store
 /// comes from the configuration.
 async fn forwarder(url: &str, bucket: &str, extra: &[(&str, &str)]) -> Forwarder<SqsTransport> {
-    connect_sdk(&local_sdk().await, &config(url, bucket, extra), true)
-        .await
-        .expect("connect to the local queue")
+    connect_sdk(
+        &local_sdk().await,
+        &config(url, bucket, extra),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect to the local queue")
 }
 
 fn seq(i: usize) -> String {
@@ -461,10 +465,14 @@ async fn access_denied_is_a_retryable_failure_and_nothing_reaches_sqs() {
             .build(),
     );
     let url = create_queue(&client(), "e2e-offload-denied", &[]).await;
-    let fwd = connect_with(client(), &config(&url, "denied-bucket", &[]), true)
-        .await
-        .expect("connect")
-        .with_payload_store(S3PayloadStore::new(s3, "denied-bucket"));
+    let fwd = connect_with(
+        client(),
+        &config(&url, "denied-bucket", &[]),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect")
+    .with_payload_store(S3PayloadStore::new(s3, "denied-bucket"));
     let handler = http_handler(fwd).await;
     let response = handler.handle(http_request(&text(2 * 1024 * 1024))).await;
     let answer = response_json(response.body());

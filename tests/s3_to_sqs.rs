@@ -49,7 +49,12 @@ async fn handler(
     let settings = Settings::from_env(&Env::from_pairs(&function)).expect("valid settings");
     let mut vars = vec![("QUEUE_URL", url)];
     vars.extend_from_slice(shared);
-    let forwarder = connect(&config(&vars), settings.sets_group_ids()).await;
+    let group_ids = if settings.sets_group_ids() {
+        sqs_forwarder::GroupIds::FromSource
+    } else {
+        sqs_forwarder::GroupIds::FromConfig
+    };
+    let forwarder = connect(&config(&vars), group_ids).await;
     Handler::new(settings, forwarder, s3())
 }
 
@@ -682,7 +687,11 @@ async fn a_hundred_thousand_lines_each_reach_sqs_once() {
     let forwarder = connect_with(
         sqs.client(),
         &config(&[("QUEUE_URL", &sqs.queue_url())]),
-        settings.sets_group_ids(),
+        if settings.sets_group_ids() {
+            sqs_forwarder::GroupIds::FromSource
+        } else {
+            sqs_forwarder::GroupIds::FromConfig
+        },
     )
     .await
     .expect("connect");

@@ -88,8 +88,12 @@ async fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return cannot_start(&e),
     };
-    let sets_group_ids = kinesis.source_sets_group_ids() && s3.sets_group_ids();
-    let started = match startup::start_with(config, SERVICE, sets_group_ids).await {
+    let group_ids = if kinesis.source_sets_group_ids() && s3.sets_group_ids() {
+        sqs_forwarder::GroupIds::FromSource
+    } else {
+        sqs_forwarder::GroupIds::FromConfig
+    };
+    let started = match startup::start_with(config, SERVICE, group_ids).await {
         Ok(s) => s,
         Err(e) => return cannot_start(&e),
     };

@@ -42,11 +42,11 @@
 //! ## In a Lambda function
 //!
 //! ```no_run
-//! use sqs_forwarder::{Config, Message, Summary, connect};
+//! use sqs_forwarder::{Config, GroupIds, Message, Summary, connect};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::from_env()?; // fails naming the bad variable
-//! let forwarder = connect(&config, false).await?; // reads the queue's limits once
+//! let forwarder = connect(&config, GroupIds::FromConfig).await?; // reads the queue's limits once
 //! let messages = vec![Message::new("hello", 0usize), Message::new(vec![0xF3, 0x89], 1)];
 //! let outcomes = forwarder.send_all(messages, None).await;
 //! assert_eq!(outcomes.len(), 2); // one per message, in input order
@@ -108,32 +108,10 @@ pub use send::offload::{OffloadSettings, PayloadStore, SizeAttribute};
 pub use send::outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
 pub use send::retry::RetryPolicy;
 pub use send::sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
-pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
-pub use setup::config::{AssumeRole, Config};
+pub use send::{
+    Forwarder, OversizePolicy, SendSettings, Tally, Window, deadline_from_epoch_millis,
+};
+pub use setup::config::{AssumeRole, Config, GroupIds};
 pub use setup::env::Env;
 pub use setup::error::{ConfigError, SetupError};
 pub use setup::startup::connect;
-
-/// The instant by which sending must stop, from a Lambda deadline in
-/// milliseconds since the Unix epoch, less a safety `margin`.
-///
-/// Some local emulators (`cargo lambda watch`) send the function's timeout in
-/// milliseconds instead of an epoch time; a value before 2001 is read that
-/// way, so local runs get the time they were given instead of none.
-pub fn deadline_from_epoch_millis(
-    deadline_ms: u64,
-    margin: std::time::Duration,
-) -> tokio::time::Instant {
-    const YEAR_2001_MS: u64 = 978_307_200_000;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let left_ms = if deadline_ms < YEAR_2001_MS {
-        deadline_ms
-    } else {
-        deadline_ms.saturating_sub(now_ms)
-    };
-    let left = std::time::Duration::from_millis(left_ms);
-    tokio::time::Instant::now() + left.saturating_sub(margin)
-}

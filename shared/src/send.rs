@@ -334,3 +334,28 @@ fn reserved_names(entry: Entry) -> Result<Entry, Failure> {
         None => Ok(entry),
     }
 }
+
+/// The instant by which sending must stop, from a Lambda deadline in
+/// milliseconds since the Unix epoch, less a safety `margin`: the one
+/// reading of an invocation's deadline, which every function calls.
+///
+/// Some local emulators (`cargo lambda watch`) send the function's timeout in
+/// milliseconds instead of an epoch time; a value before 2001 is read that
+/// way, so local runs get the time they were given instead of none.
+pub fn deadline_from_epoch_millis(
+    deadline_ms: u64,
+    margin: std::time::Duration,
+) -> tokio::time::Instant {
+    const YEAR_2001_MS: u64 = 978_307_200_000;
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let left_ms = if deadline_ms < YEAR_2001_MS {
+        deadline_ms
+    } else {
+        deadline_ms.saturating_sub(now_ms)
+    };
+    let left = std::time::Duration::from_millis(left_ms);
+    tokio::time::Instant::now() + left.saturating_sub(margin)
+}

@@ -200,7 +200,9 @@ async fn connect_and_send(
     config: &Config,
     server: &MockServer,
 ) -> Vec<Seen> {
-    let forwarder = connect_sdk(sdk, config, false).await.expect("connect");
+    let forwarder = connect_sdk(sdk, config, sqs_forwarder::GroupIds::FromConfig)
+        .await
+        .expect("connect");
     let outcomes = forwarder
         .send_all(vec![Message::new("a", 0usize), Message::new("b", 1)], None)
         .await;

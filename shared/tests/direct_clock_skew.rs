@@ -249,9 +249,13 @@ async fn a_forwarder_on_a_skewed_host_starts_and_sends_without_a_retry_of_its_ow
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::setup::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
-        .await
-        .expect("connect");
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(
+        &sdk(&server.uri(), None),
+        &config,
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
     let out = fwd
         .send_all(vec![sqs_forwarder::Message::new("skewed", 0)], None)
         .await;

@@ -194,9 +194,13 @@ async fn connect_signs_with_the_same_verifiable_signature() {
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::setup::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
-        .await
-        .expect("connect");
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(
+        &sdk(&server.uri(), None),
+        &config,
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
     assert!(fwd.transport().is_direct());
     let _ = fwd.transport().send_batch(&items()).await;
     let requests = server.received_requests().await.expect("recorded");

@@ -22,7 +22,7 @@ impl ColdStart for Lambda {
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
         // Group ids come from the X-Message-Group-Id header.
-        let started = startup::start(SERVICE, true).await?;
+        let started = startup::start(SERVICE, sqs_forwarder::GroupIds::FromSource).await?;
         Ok(Lambda {
             handler: Handler::new(started.forwarder, settings, started.config.deadline_margin),
             observability: started.observability,

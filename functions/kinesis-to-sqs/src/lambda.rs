@@ -27,7 +27,12 @@ impl ColdStart for Lambda {
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
-        let started = startup::start(SERVICE, settings.source_sets_group_ids()).await?;
+        let group_ids = if settings.source_sets_group_ids() {
+            sqs_forwarder::GroupIds::FromSource
+        } else {
+            sqs_forwarder::GroupIds::FromConfig
+        };
+        let started = startup::start(SERVICE, group_ids).await?;
         Ok(Lambda {
             settings,
             margin: started.margin(),

@@ -27,7 +27,7 @@ impl ColdStart for Lambda {
         let settings = Settings::from_env(env)?;
         // Group ids always come from the messages (routing key, header or
         // the queue name), so a FIFO target needs no MESSAGE_GROUP_ID.
-        let started = startup::start(SERVICE, true).await?;
+        let started = startup::start(SERVICE, sqs_forwarder::GroupIds::FromSource).await?;
         let secrets_client = match settings
             .broker
             .as_ref()

@@ -25,7 +25,12 @@ impl ColdStart for Lambda {
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
-        let started = startup::start(SERVICE, settings.sets_group_ids()).await?;
+        let group_ids = if settings.sets_group_ids() {
+            sqs_forwarder::GroupIds::FromSource
+        } else {
+            sqs_forwarder::GroupIds::FromConfig
+        };
+        let started = startup::start(SERVICE, group_ids).await?;
         // Objects are read with the function's own credentials:
         // ASSUME_ROLE_ARN is for the queue only.
         let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;

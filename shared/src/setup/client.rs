@@ -1,11 +1,7 @@
-//! The SQS client the forwarder calls with, and the settings it sends with.
-//!
-//! [`sqs_client_for`] builds the client (SDK retries off: the forwarder
-//! retries per entry itself), which [`crate::call::transport()`] then uses
-//! (or the direct client built from it) for the start-up calls and the
-//! sends; [`settings_for`] turns the configuration and what the start-up
-//! calls read of the queue ([`QueueInfo`]) into the forwarder's limits and
-//! rules. [`crate::setup::startup::connect`] puts the steps together.
+//! The SQS client the forwarder calls with: [`sqs_client_for`] builds it
+//! (SDK retries off: the forwarder retries per entry itself), and
+//! [`crate::call::transport()`] then makes the start-up calls and the sends
+//! with it (or with the direct client built from it).
 //!
 //! The client works in the queue's region ([`sqs_region`]): `SQS_REGION`,
 //! else the region the queue URL names
@@ -17,10 +13,7 @@ use aws_sdk_sqs::config::Region;
 use aws_sdk_sqs::config::StalledStreamProtectionConfig;
 use aws_sdk_sqs::config::retry::RetryConfig;
 
-use crate::call::queue::{QueueInfo, QueueTarget};
-use crate::message::encode::EncodeRules;
-use crate::message::limits::Limits;
-use crate::send::SendSettings;
+use crate::call::queue::QueueTarget;
 use crate::setup::aws_names::region_of_queue_url;
 use crate::setup::config::Config;
 use crate::setup::error::{ConfigError, SetupError};
@@ -108,47 +101,6 @@ fn has_sqs_endpoint_override(sdk: &aws_config::SdkConfig) -> bool {
         .ok()
         .and_then(|key| sdk.service_config().and_then(|c| c.load_config(key)));
     service.is_some() || sdk.endpoint_url().is_some()
-}
-
-/// The limits for this configuration and queue.
-pub fn limits_for(config: &Config, queue: &QueueInfo) -> Limits {
-    let queue_limit = queue
-        .max_message_bytes
-        .unwrap_or(config.fallback_message_bytes);
-    Limits {
-        max_entries: config.max_batch_entries,
-        max_message_bytes: config
-            .max_message_bytes
-            .map_or(queue_limit, |c| c.min(queue_limit)),
-        max_request_bytes: config.max_batch_bytes,
-    }
-}
-
-/// The sending settings and encoding rules for this configuration and queue.
-pub fn settings_for(config: &Config, queue: &QueueInfo) -> (SendSettings, EncodeRules) {
-    (
-        SendSettings {
-            limits: limits_for(config, queue),
-            max_in_flight: config.max_in_flight,
-            window: config.window,
-            retry: config.retry,
-            oversize: config.oversize,
-            fifo_order: config.fifo_order,
-            call_timeout: config.call_timeout,
-            offload: config
-                .offload
-                .as_ref()
-                .map(|o| o.settings.clone())
-                .unwrap_or_default(),
-        },
-        EncodeRules {
-            body_encoding: config.body_encoding,
-            marker_attribute: config.encoding_attribute.clone(),
-            fifo: queue.fifo,
-            default_group_id: config.message_group_id.clone(),
-            content_based_deduplication: queue.content_based_deduplication,
-        },
-    )
 }
 
 #[cfg(test)]

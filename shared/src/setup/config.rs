@@ -22,12 +22,24 @@ use crate::setup::env::{Env, Word};
 use crate::setup::error::ConfigError;
 
 mod offload_vars;
+mod settings;
 mod target;
 pub mod variables;
 
 pub use variables::{MEMORY_SIZE_VARIABLE, VARIABLES, default_max_in_flight};
 
 use variables as var;
+
+/// Where a sender's FIFO group ids come from, checked at start against a
+/// FIFO target ([`Config::check_group_ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupIds {
+    /// The caller's messages carry their own group ids (from the event
+    /// source).
+    FromSource,
+    /// They carry none: a FIFO target needs `MESSAGE_GROUP_ID`.
+    FromConfig,
+}
 
 /// A role to send as (`ASSUME_ROLE_ARN`): its temporary credentials sign
 /// every SQS call (and the S3 calls of a function that reads objects).
@@ -226,10 +238,13 @@ impl Config {
     }
 
     /// Check, at start, that a FIFO target will get a group id for every
-    /// message: from the event source (`source_sets_group_ids`) or from
+    /// message: from the event source ([`GroupIds::FromSource`]) or from
     /// `MESSAGE_GROUP_ID`.
-    pub fn check_group_ids(&self, source_sets_group_ids: bool) -> Result<(), ConfigError> {
-        if self.queue.is_fifo() && !source_sets_group_ids && self.message_group_id.is_none() {
+    pub fn check_group_ids(&self, group_ids: GroupIds) -> Result<(), ConfigError> {
+        if self.queue.is_fifo()
+            && group_ids == GroupIds::FromConfig
+            && self.message_group_id.is_none()
+        {
             let (var, val) = match &self.queue {
                 QueueTarget::Url(u) => ("MESSAGE_GROUP_ID", u.as_str()),
                 QueueTarget::Name { name, .. } => ("MESSAGE_GROUP_ID", name.as_str()),

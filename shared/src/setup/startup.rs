@@ -35,8 +35,8 @@ use std::time::Duration;
 use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
 use crate::send::Forwarder;
-use crate::setup::client::{settings_for, sqs_client_for};
-use crate::setup::config::Config;
+use crate::setup::client::sqs_client_for;
+use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::SetupError;
 
@@ -46,32 +46,14 @@ use crate::setup::error::SetupError;
 /// forwarder gets an S3 payload store for `OFFLOAD_BUCKET` (cargo feature
 /// `s3`; `AWS_ENDPOINT_URL_S3` for a local endpoint).
 ///
-/// `source_sets_group_ids` says whether the caller's messages carry their own
-/// FIFO group ids; if not, a FIFO target needs `MESSAGE_GROUP_ID`.
+/// `group_ids` says whether the caller's messages carry their own FIFO group
+/// ids; if not, a FIFO target needs `MESSAGE_GROUP_ID`.
 pub async fn connect(
     config: &Config,
-    source_sets_group_ids: bool,
+    group_ids: GroupIds,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    config.check_group_ids(source_sets_group_ids)?;
-    let sdk = crate::setup::credentials::load_sdk_config(config).await?;
-    connect_loaded(&sdk, config).await
-}
-
-/// [`connect`] once the group ids are checked and the AWS settings (with the
-/// assumed role, if any) are loaded: the assumed role sends to the queue;
-/// offloaded payloads go to the offload bucket with the function's own
-/// credentials, which the template grants `s3:PutObject` on its prefix.
-async fn connect_loaded(
-    sdk: &aws_config::SdkConfig,
-    config: &Config,
-) -> Result<Forwarder<SqsTransport>, SetupError> {
-    let client = sqs_client_for(sdk, config)?;
-    let forwarder = ready(client, Some(sdk), config).await?;
-    if config.assume_role.is_some() && config.offload.is_some() {
-        let own = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        return with_offload_store(forwarder, &own, config);
-    }
-    with_offload_store(forwarder, sdk, config)
+    let (_, forwarder) = load_and_connect(config, group_ids).await?;
+    Ok(forwarder)
 }
 
 /// Like [`connect`], with AWS settings of the caller's making, used as they
@@ -83,12 +65,10 @@ async fn connect_loaded(
 pub async fn connect_sdk(
     sdk: &aws_config::SdkConfig,
     config: &Config,
-    source_sets_group_ids: bool,
+    group_ids: GroupIds,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    config.check_group_ids(source_sets_group_ids)?;
-    let client = sqs_client_for(sdk, config)?;
-    let forwarder = ready(client, Some(sdk), config).await?;
-    with_offload_store(forwarder, sdk, config)
+    config.check_group_ids(group_ids)?;
+    forwarder(sqs_client_for(sdk, config)?, Some(sdk), Some(sdk), config).await
 }
 
 /// Like [`connect`], with a client of the caller's making. It attaches no
@@ -97,25 +77,48 @@ pub async fn connect_sdk(
 pub async fn connect_with(
     client: aws_sdk_sqs::Client,
     config: &Config,
-    source_sets_group_ids: bool,
+    group_ids: GroupIds,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    config.check_group_ids(source_sets_group_ids)?;
-    ready(client, None, config).await
+    config.check_group_ids(group_ids)?;
+    forwarder(client, None, None, config).await
 }
 
-/// The forwarder to the queue `config` names, through `client`: the queue
-/// found and its limits read. `sdk`: the AWS settings the client was built
-/// from, when there are any; `SQS_CLIENT=direct` needs them
-/// ([`crate::call::transport`] makes the choice and the start-up calls).
-async fn ready(
+/// [`connect`], also returning the AWS settings it loaded: the assumed role
+/// sends to the queue; offloaded payloads go to the offload bucket with the
+/// function's own credentials, which the template grants `s3:PutObject` on
+/// its prefix.
+async fn load_and_connect(
+    config: &Config,
+    group_ids: GroupIds,
+) -> Result<(aws_config::SdkConfig, Forwarder<SqsTransport>), SetupError> {
+    config.check_group_ids(group_ids)?;
+    let sdk = crate::setup::credentials::load_sdk_config(config).await?;
+    let s3 = match (&config.assume_role, &config.offload) {
+        (Some(_), Some(_)) => {
+            aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+        }
+        _ => sdk.clone(),
+    };
+    let forwarder = forwarder(sqs_client_for(&sdk, config)?, Some(&sdk), Some(&s3), config).await?;
+    Ok((sdk, forwarder))
+}
+
+/// The steps of every start, in order: the client chosen and the queue
+/// found and read through it ([`crate::call::transport()`]), the send
+/// settings made ([`Config::send_settings`]), the forwarder built, and under
+/// `OVERSIZE_POLICY=offload` its S3 payload store attached. `sdk`: the AWS
+/// settings `client` was built from, when there are any (`SQS_CLIENT=direct`
+/// needs them); `s3`: those of the payload store (none: no store).
+async fn forwarder(
     client: aws_sdk_sqs::Client,
     sdk: Option<&aws_config::SdkConfig>,
+    s3: Option<&aws_config::SdkConfig>,
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
     let region = client.config().region().cloned();
     let (transport, queue) =
         crate::call::transport(client, sdk, config.sqs_client, &config.queue).await?;
-    let (settings, rules) = settings_for(config, &queue);
+    let (settings, rules) = config.send_settings(&queue);
     tracing::info!(
         queue = %queue.url,
         region = ?region,
@@ -131,7 +134,11 @@ async fn ready(
         offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
         "forwarder ready"
     );
-    Ok(Forwarder::new(transport, settings, rules))
+    let forwarder = Forwarder::new(transport, settings, rules);
+    match s3 {
+        Some(s3) => with_offload_store(forwarder, s3, config),
+        None => Ok(forwarder),
+    }
 }
 
 /// Under `OVERSIZE_POLICY=offload`, `forwarder` with an S3 payload store for
@@ -177,13 +184,6 @@ pub struct Started {
 }
 
 impl Started {
-    /// The instant by which sending must stop in an invocation whose Lambda
-    /// deadline is `deadline_ms` (milliseconds since the Unix epoch, as in
-    /// `lambda_runtime::Context::deadline`), keeping `DEADLINE_MARGIN_MS`.
-    pub fn deadline(&self, deadline_ms: u64) -> tokio::time::Instant {
-        crate::deadline_from_epoch_millis(deadline_ms, self.config.deadline_margin)
-    }
-
     /// The margin kept before the Lambda deadline.
     pub fn margin(&self) -> Duration {
         self.config.deadline_margin
@@ -192,25 +192,23 @@ impl Started {
 
 /// Read the shared configuration, install logs and metrics (the metrics
 /// carry `service` as their `Service` dimension), and connect to the queue.
-/// `source_sets_group_ids`: whether this function's messages carry their own
-/// FIFO group ids.
-pub async fn start(service: &str, source_sets_group_ids: bool) -> Result<Started, SetupError> {
+/// `group_ids`: whether this function's messages carry their own FIFO group
+/// ids.
+pub async fn start(service: &str, group_ids: GroupIds) -> Result<Started, SetupError> {
     let config = Config::from_env()?;
-    start_with(config, service, source_sets_group_ids).await
+    start_with(config, service, group_ids).await
 }
 
 /// [`start`] with a configuration the caller has read.
 pub async fn start_with(
     config: Config,
     service: &str,
-    source_sets_group_ids: bool,
+    group_ids: GroupIds,
 ) -> Result<Started, SetupError> {
     #[cfg(feature = "mimalloc")]
     crate::setup::allocator::configure();
     let observability = observe::init(config.log_format, &config.metrics_namespace, service);
-    config.check_group_ids(source_sets_group_ids)?;
-    let sdk = crate::setup::credentials::load_sdk_config(&config).await?;
-    let forwarder = connect_loaded(&sdk, &config).await?;
+    let (sdk, forwarder) = load_and_connect(&config, group_ids).await?;
     Ok(Started {
         config,
         forwarder,

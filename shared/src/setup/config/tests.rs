@@ -90,15 +90,17 @@ fn queue_by_name_and_fifo_group_check() {
     ])
     .expect("valid");
     assert!(c.queue.is_fifo());
-    assert!(c.check_group_ids(true).is_ok());
-    let e = c.check_group_ids(false).expect_err("no group id");
+    assert!(c.check_group_ids(GroupIds::FromSource).is_ok());
+    let e = c
+        .check_group_ids(GroupIds::FromConfig)
+        .expect_err("no group id");
     assert_eq!(e.variable, "MESSAGE_GROUP_ID");
     let c = config(&[
         ("QUEUE_URL", "http://127.0.0.1:4566/000000000000/o.fifo"),
         ("MESSAGE_GROUP_ID", "all"),
     ])
     .expect("valid");
-    assert!(c.check_group_ids(false).is_ok());
+    assert!(c.check_group_ids(GroupIds::FromConfig).is_ok());
 }
 
 #[test]
