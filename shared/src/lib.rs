@@ -27,17 +27,18 @@
 //! * **FIFO done right.** Group order is kept across retries; see
 //!   [`FifoOrder`] for the one choice it costs.
 //!
-//! The flow, stage by stage, one folder each: [`message`] (the message, and
+//! The flow, stage by stage, a folder each: [`message`] (the message, and
 //! [`message::encode`] to validate, encode and size it against
 //! [`message::limits`]) → [`send`] (the oversize policy, [`send::offload`]
 //! to S3, [`send::batch`] to pack, [`send::retry`], one [`send::outcome`]
-//! per message) → [`call`] (the `SendMessageBatch` call: through
-//! [`call::direct`], the crate's own client, by default, or aws-sdk-sqs).
-//! [`setup`] sets it up from environment variables ([`setup::config`],
-//! [`setup::startup`]); [`observe`] reports on it (logs and metrics).
-//! [`call::receive`] reads a queue, for tools that take messages back out of
-//! one (the replay command and the on-failure queue); [`event_reader`] reads a
-//! Lambda event borrowed.
+//! per message) → [`call`] (the `SendMessageBatch` call, through
+//! [`call::direct`], the crate's own client, by default, or aws-sdk-sqs,
+//! [`call::sdk`]; [`call::transport()`] makes the choice). [`setup`] sets it
+//! up from environment variables ([`setup::config`], then
+//! [`setup::startup`], one way); [`observe`] reports on it (logs and
+//! metrics). [`call::receive`] reads a queue, for tools that take messages
+//! back out of one (the replay command and the on-failure queue);
+//! [`event_reader`] reads a Lambda event borrowed, for the functions.
 //!
 //! ## In a Lambda function
 //!
