@@ -81,14 +81,6 @@ pub enum OversizePolicy {
     Offload,
 }
 
-impl crate::setup::env::Word for OversizePolicy {
-    const WORDS: &'static [(&'static str, Self)] = &[
-        ("fail", OversizePolicy::Fail),
-        ("drop", OversizePolicy::Drop),
-        ("offload", OversizePolicy::Offload),
-    ];
-}
-
 /// How the forwarder sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendSettings {

@@ -35,14 +35,6 @@ pub enum BodyEncoding {
     Never,
 }
 
-impl crate::setup::env::Word for BodyEncoding {
-    const WORDS: &'static [(&'static str, Self)] = &[
-        ("auto", BodyEncoding::Auto),
-        ("always", BodyEncoding::Always),
-        ("never", BodyEncoding::Never),
-    ];
-}
-
 /// The value of the marker attribute on an encoded body.
 pub const ENCODING_MARKER_VALUE: &str = "base64";
 /// The default name of the marker attribute.

@@ -32,13 +32,6 @@ pub enum FifoOrder {
     Batched,
 }
 
-impl crate::setup::env::Word for FifoOrder {
-    const WORDS: &'static [(&'static str, Self)] = &[
-        ("strict", FifoOrder::Strict),
-        ("batched", FifoOrder::Batched),
-    ];
-}
-
 /// A pending message as the packer sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate<'a> {

@@ -53,17 +53,13 @@ pub enum SizeAttribute {
     Legacy,
 }
 
-impl crate::setup::env::Word for SizeAttribute {
-    const WORDS: &'static [(&'static str, Self)] = &[
-        (SIZE_ATTRIBUTE, SizeAttribute::Extended),
-        (LEGACY_SIZE_ATTRIBUTE, SizeAttribute::Legacy),
-    ];
-}
-
 impl SizeAttribute {
     /// The attribute's name (its configuration word).
     pub fn name(self) -> &'static str {
-        crate::setup::env::Word::word(self)
+        match self {
+            SizeAttribute::Extended => SIZE_ATTRIBUTE,
+            SizeAttribute::Legacy => LEGACY_SIZE_ATTRIBUTE,
+        }
     }
 }
 
@@ -347,14 +343,8 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(
-            <SizeAttribute as crate::setup::env::Word>::from_word("SQSLargePayloadSize"),
-            Some(SizeAttribute::Legacy)
-        );
-        assert_eq!(
-            <SizeAttribute as crate::setup::env::Word>::from_word("x"),
-            None
-        );
+        assert_eq!(SizeAttribute::Legacy.name(), "SQSLargePayloadSize");
+        assert_eq!(SizeAttribute::Extended.name(), "ExtendedPayloadSize");
         assert!(is_reserved("ExtendedPayloadSize") && !is_reserved("extendedpayloadsize"));
     }
 }

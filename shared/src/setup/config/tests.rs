@@ -316,3 +316,12 @@ fn client_names() {
     assert_eq!(SqsClient::from_word("direct"), Some(SqsClient::Direct));
     assert_eq!(SqsClient::from_word("Direct"), None);
 }
+
+#[test]
+fn size_attribute_names() {
+    assert_eq!(
+        SizeAttribute::from_word("SQSLargePayloadSize"),
+        Some(SizeAttribute::Legacy)
+    );
+    assert_eq!(SizeAttribute::from_word("x"), None);
+}

@@ -11,7 +11,7 @@ use crate::message::limits::{
 };
 use crate::send::OversizePolicy;
 use crate::send::batch::FifoOrder;
-use crate::send::offload::{SIZE_ATTRIBUTE, SizeAttribute};
+use crate::send::offload::{LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE, SizeAttribute};
 use crate::setup::env::{Variable, Word};
 
 use super::LogFormat;
@@ -48,6 +48,37 @@ pub const SQS_CLIENT: Variable = Variable::words::<SqsClient>("SQS_CLIENT", "dir
 impl Word for SqsClient {
     const WORDS: &'static [(&'static str, Self)] =
         &[("sdk", SqsClient::Sdk), ("direct", SqsClient::Direct)];
+}
+
+// The words of the other enums the variables set, beside their table.
+impl Word for BodyEncoding {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("auto", BodyEncoding::Auto),
+        ("always", BodyEncoding::Always),
+        ("never", BodyEncoding::Never),
+    ];
+}
+
+impl Word for FifoOrder {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("strict", FifoOrder::Strict),
+        ("batched", FifoOrder::Batched),
+    ];
+}
+
+impl Word for OversizePolicy {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        ("fail", OversizePolicy::Fail),
+        ("drop", OversizePolicy::Drop),
+        ("offload", OversizePolicy::Offload),
+    ];
+}
+
+impl Word for SizeAttribute {
+    const WORDS: &'static [(&'static str, Self)] = &[
+        (SIZE_ATTRIBUTE, SizeAttribute::Extended),
+        (LEGACY_SIZE_ATTRIBUTE, SizeAttribute::Legacy),
+    ];
 }
 
 /// `ASSUME_ROLE_ARN`.
