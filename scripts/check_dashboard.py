@@ -368,22 +368,22 @@ def negative_tests(tpl, root, code, crates, check):
             return fn(text) if path == rel else text
         return code_metrics(root, read=mutated, crates=crates)
 
-    renamed = with_source("shared/src/metrics.rs", lambda t: t.replace('"MessagesSent"', '"MessagesAccepted"'))
+    renamed = with_source("shared/src/observe/metrics.rs", lambda t: t.replace('"MessagesSent"', '"MessagesAccepted"'))
     r = evaluate(tpl, renamed)
     check(r.get("emitted") and r.get("rows"),
-          "negative: MessagesSent renamed in shared/src/metrics.rs fails the emitted and row checks")
-    added = with_source("shared/src/metrics.rs", lambda t: t.replace(
+          "negative: MessagesSent renamed in shared/src/observe/metrics.rs fails the emitted and row checks")
+    added = with_source("shared/src/observe/metrics.rs", lambda t: t.replace(
         "pub(crate) fn retry() {", 'pub const LOST: &str = "MessagesLost";\n'
         "pub(crate) fn lost() { metrics::counter!(LOST).increment(1); }\npub(crate) fn retry() {"))
     check(evaluate(tpl, added).get("rows"),
           "negative: a new metric in the code, not on the dashboard, fails the row check")
-    ns = with_source("shared/src/config/variables.rs", lambda t: t.replace(
+    ns = with_source("shared/src/setup/config/variables.rs", lambda t: t.replace(
         '"SqsForwarder",', '"Forwarder",'))
     check(evaluate(tpl, ns).get("emitted"), "negative: another default namespace in the code fails the emitted check")
     service = with_source("functions/s3-to-sqs/src/lib.rs", lambda t: t.replace(
         'SERVICE: &str = "s3-to-sqs"', 'SERVICE: &str = "s3-forwarder"'))
     check(evaluate(tpl, service).get("emitted"), "negative: a renamed SERVICE fails the emitted check")
-    labelled = with_source("shared/src/metrics.rs", lambda t: t.replace(
+    labelled = with_source("shared/src/observe/metrics.rs", lambda t: t.replace(
         "metrics::counter!(RETRIES)", 'metrics::counter!(RETRIES, "queue" => "q")'))
     check(labelled["problems"], "negative: a labelled counter (an extra EMF dimension) is refused")
 

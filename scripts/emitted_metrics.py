@@ -1,9 +1,9 @@
 """What the code emits as CloudWatch metrics, read from the Rust source.
 
-The constants of `shared/src/metrics.rs` and of each function's `metric`
+The constants of `shared/src/observe/metrics.rs` and of each function's `metric`
 module that a `counter!`/`gauge!`/`histogram!` call uses, the namespace
-(`METRICS_NAMESPACE`'s default in `shared/src/config/variables.rs`), the EMF dimension
-(`with_dimension` in `shared/src/observability.rs`) and each function's
+(`METRICS_NAMESPACE`'s default in `shared/src/setup/config/variables.rs`), the EMF dimension
+(`with_dimension` in `shared/src/observe.rs`) and each function's
 `SERVICE`. Used by scripts/check_dashboard.py, so that renaming a metric in
 the code without the dashboard fails the template checks.
 """
@@ -58,11 +58,11 @@ def code_metrics(root, read=None, crates=()):
     """What the code emits: namespace, dimension names, and per crate its
     service name and metric names."""
     read = read or read_source(root)
-    config = read("shared/src/config/variables.rs")
+    config = read("shared/src/setup/config/variables.rs")
     ns = re.search(r'"METRICS_NAMESPACE",\s*"([^"]+)"', config)
-    obs = read("shared/src/observability.rs")
+    obs = read("shared/src/observe.rs")
     dims = re.findall(r'\.with_dimension\("([^"]+)"', obs)
-    shared_consts = consts(read("shared/src/metrics.rs"))
+    shared_consts = consts(read("shared/src/observe/metrics.rs"))
     shared, problems = emitted(rust_files(root, "shared/src"), read, shared_consts)
     functions = {}
     for crate in crates:

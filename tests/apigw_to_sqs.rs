@@ -35,7 +35,7 @@ async fn handler(
     own: &[(&str, &str)],
 ) -> Handler<SqsTransport> {
     let config = config(url, shared);
-    let forwarder = connect(&config, true).await;
+    let forwarder = connect(&config, sqs_forwarder::GroupIds::FromSource).await;
     let settings = Settings::from_env(&Env::from_pairs(own)).expect("valid settings");
     Handler::new(settings, forwarder, config.deadline_margin)
 }
@@ -275,7 +275,7 @@ async fn throttled_messages_are_207_or_429_and_the_rest_arrive() {
         ("RETRY_MAX_DELAY_MS", "5"),
     ];
     let config = config(&url, &shared);
-    let real = connect(&config, true).await;
+    let real = connect(&config, sqs_forwarder::GroupIds::FromSource).await;
     let forwarder = Forwarder::new(
         // Throttles the entries whose body mentions "throttle"; sends the
         // rest through the real transport.

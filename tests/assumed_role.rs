@@ -10,8 +10,8 @@
 use aws_config::BehaviorVersion;
 use aws_sdk_sqs::config::{Credentials, Region};
 use forwarder_e2e::{create_queue, drain, endpoint};
-use sqs_forwarder::credentials::assume_role;
-use sqs_forwarder::startup::connect_sdk;
+use sqs_forwarder::setup::credentials::assume_role;
+use sqs_forwarder::setup::startup::connect_sdk;
 use sqs_forwarder::{Config, Message, Outcome, SetupError};
 
 const ROLE_ACCOUNT: &str = "210987654321";
@@ -60,7 +60,7 @@ async fn messages_reach_a_queue_in_the_role_account_only_as_the_role() {
     let err = connect_sdk(
         &function_sdk().await,
         &config(&[("QUEUE_URL", &url)]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect_err("another account's queue");
@@ -80,7 +80,7 @@ async fn messages_reach_a_queue_in_the_role_account_only_as_the_role() {
     )
     .await
     .expect("assume the role");
-    let forwarder = connect_sdk(&sdk, &c, false)
+    let forwarder = connect_sdk(&sdk, &c, sqs_forwarder::GroupIds::FromConfig)
         .await
         .expect("connect as the role");
     let messages: Vec<_> = (0..3)

@@ -11,7 +11,7 @@ use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_sqs::config::{BehaviorVersion, Region};
 use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
-use sqs_forwarder::transport::{BatchItem, CallError, Transport};
+use sqs_forwarder::call::transport::{BatchItem, CallError, Transport};
 use sqs_forwarder::{Attribute, Config, Forwarder, Message, Outcome, SqsTransport, Summary};
 
 fn sdk() -> SdkConfig {
@@ -25,14 +25,14 @@ fn sdk() -> SdkConfig {
         .build()
 }
 
-async fn connect(url: &str, fifo_groups: bool) -> Forwarder<SqsTransport> {
+async fn connect(url: &str, group_ids: sqs_forwarder::GroupIds) -> Forwarder<SqsTransport> {
     let config = Config::from_lookup(|k| match k {
         "QUEUE_URL" => Some(url.to_owned()),
         "SQS_CLIENT" => Some("direct".to_owned()),
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(), &config, fifo_groups)
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(&sdk(), &config, group_ids)
         .await
         .expect("connect");
     assert!(fwd.transport().is_direct());
@@ -43,7 +43,7 @@ async fn connect(url: &str, fifo_groups: bool) -> Forwarder<SqsTransport> {
 async fn standard_batches_with_attributes_come_back_intact() {
     let sqs = client();
     let url = create_queue(&sqs, "e2e-direct", &[]).await;
-    let fwd = connect(&url, false).await;
+    let fwd = connect(&url, sqs_forwarder::GroupIds::FromConfig).await;
     let mut messages = Vec::new();
     for i in 0..23usize {
         messages.push(
@@ -102,7 +102,7 @@ async fn standard_batches_with_attributes_come_back_intact() {
 async fn fifo_batches_keep_group_order_and_deduplicate() {
     let sqs = client();
     let url = create_queue(&sqs, "e2e-direct.fifo", &[]).await;
-    let fwd = connect(&url, true).await;
+    let fwd = connect(&url, sqs_forwarder::GroupIds::FromSource).await;
     let make = || {
         (0..30usize)
             .map(|i| {
@@ -153,10 +153,10 @@ async fn fifo_batches_keep_group_order_and_deduplicate() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_queue_fails_as_through_the_sdk() {
     let sdk = sdk();
-    let sqs = sqs_forwarder::queue::sqs_client(&sdk);
+    let sqs = sqs_forwarder::setup::client::sqs_client(&sdk);
     let url = format!("{}/123456789012/no-such-queue-direct", endpoint());
     let direct = SqsTransport::direct(
-        sqs_forwarder::direct::DirectClient::new(&sdk, &sqs).expect("direct"),
+        sqs_forwarder::call::direct::DirectClient::new(&sdk, &sqs).expect("direct"),
         &url,
     );
     let via_sdk = SqsTransport::new(sqs, &url);

@@ -14,7 +14,7 @@ fn readme(path: &str) -> String {
 fn shared_configuration_table_matches_the_code() {
     assert_readme_documents(
         &readme("docs/configuration.md"),
-        sqs_forwarder::config::VARIABLES,
+        sqs_forwarder::setup::config::VARIABLES,
     );
 }
 

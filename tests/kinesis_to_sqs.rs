@@ -38,7 +38,7 @@ async fn forwarder(url: &str, extra: &[(&str, &str)]) -> Forwarder<SqsTransport>
         ("RETRY_MAX_DELAY_MS", "5"),
     ];
     vars.extend_from_slice(extra);
-    connect(&config(&vars), true).await
+    connect(&config(&vars), sqs_forwarder::GroupIds::FromSource).await
 }
 
 fn sample(name: &str) -> KinesisEvent {

@@ -24,8 +24,8 @@ use forwarder_e2e::{attributes, client, create_queue, endpoint};
 use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
-use sqs_forwarder::offload::{POINTER_CLASS, S3PayloadStore};
-use sqs_forwarder::startup::{connect_sdk, connect_with};
+use sqs_forwarder::send::offload::{POINTER_CLASS, S3PayloadStore};
+use sqs_forwarder::setup::startup::{connect_sdk, connect_with};
 use sqs_forwarder::{Config, Env, Forwarder, SqsTransport};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -53,7 +53,7 @@ async fn local_sdk() -> aws_config::SdkConfig {
 }
 
 fn s3_for(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
-    sqs_forwarder::offload::s3_client(sdk, true)
+    sqs_forwarder::send::offload::s3_client(sdk, true)
 }
 
 async fn create_bucket(s3: &aws_sdk_s3::Client, name: &str) {
@@ -86,9 +86,13 @@ fn config(url: &str, bucket: &str, extra: &[(&str, &str)]) -> Config {
 /// The forwarder as a function's cold start builds it: the S3 payload store
 /// comes from the configuration.
 async fn forwarder(url: &str, bucket: &str, extra: &[(&str, &str)]) -> Forwarder<SqsTransport> {
-    connect_sdk(&local_sdk().await, &config(url, bucket, extra), true)
-        .await
-        .expect("connect to the local queue")
+    connect_sdk(
+        &local_sdk().await,
+        &config(url, bucket, extra),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect to the local queue")
 }
 
 fn seq(i: usize) -> String {
@@ -454,10 +458,14 @@ async fn access_denied_is_a_retryable_failure_and_nothing_reaches_sqs() {
             .build(),
     );
     let url = create_queue(&client(), "e2e-offload-denied", &[]).await;
-    let fwd = connect_with(client(), &config(&url, "denied-bucket", &[]), true)
-        .await
-        .expect("connect")
-        .with_payload_store(S3PayloadStore::new(s3, "denied-bucket"));
+    let fwd = connect_with(
+        client(),
+        &config(&url, "denied-bucket", &[]),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect")
+    .with_payload_store(S3PayloadStore::new(s3, "denied-bucket"));
     let handler = http_handler(fwd).await;
     let response = handler.handle(http_request(&text(2 * 1024 * 1024))).await;
     let answer = response_json(response.body());

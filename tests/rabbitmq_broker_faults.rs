@@ -37,8 +37,8 @@ use rabbitmq_to_sqs::drain::StopReason;
 use rabbitmq_to_sqs::{Handler, HandlerError};
 use serde_json::Value;
 use sqs_forwarder::SqsTransport;
+use sqs_forwarder::call::transport::BoxFuture;
 use sqs_forwarder::test_support::FakeSqs;
-use sqs_forwarder::transport::BoxFuture;
 
 /// One test at a time in this binary.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

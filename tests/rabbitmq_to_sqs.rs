@@ -72,7 +72,7 @@ fn text_header(v: &str) -> AMQPValue {
 async fn sqs_forwarder(url: &str) -> Forwarder<SqsTransport> {
     let config =
         Config::from_lookup(|k| (k == "QUEUE_URL").then(|| url.to_owned())).expect("config");
-    connect(&config, true).await
+    connect(&config, sqs_forwarder::GroupIds::FromSource).await
 }
 
 // ---------------------------------------------------------------- tests

@@ -14,7 +14,7 @@ use aws_sdk_sqs::types::{Message as SqsMessage, QueueAttributeName};
 use forwarder_e2e::{RecordingSqs, attributes, client, connect, create_queue, drain, endpoint};
 use s3_to_sqs::{Handler, HandlerError, Report, Settings, s3_client};
 use serde_json::{Value, json};
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::{Config, Env, SqsTransport};
 
 fn config(vars: &[(&str, &str)]) -> Config {
@@ -49,7 +49,12 @@ async fn handler(
     let settings = Settings::from_env(&Env::from_pairs(&function)).expect("valid settings");
     let mut vars = vec![("QUEUE_URL", url)];
     vars.extend_from_slice(shared);
-    let forwarder = connect(&config(&vars), settings.source_sets_group_ids()).await;
+    let group_ids = if settings.source_sets_group_ids() {
+        sqs_forwarder::GroupIds::FromSource
+    } else {
+        sqs_forwarder::GroupIds::FromConfig
+    };
+    let forwarder = connect(&config(&vars), group_ids).await;
     Handler::new(settings, forwarder, s3())
 }
 
@@ -682,7 +687,11 @@ async fn a_hundred_thousand_lines_each_reach_sqs_once() {
     let forwarder = connect_with(
         sqs.client(),
         &config(&[("QUEUE_URL", &sqs.queue_url())]),
-        settings.source_sets_group_ids(),
+        if settings.source_sets_group_ids() {
+            sqs_forwarder::GroupIds::FromSource
+        } else {
+            sqs_forwarder::GroupIds::FromConfig
+        },
     )
     .await
     .expect("connect");

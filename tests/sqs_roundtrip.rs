@@ -7,7 +7,7 @@ use std::time::Duration;
 use aws_sdk_sqs::types::QueueAttributeName;
 use base64::Engine as _;
 use forwarder_e2e::{attributes, client, create_queue, drain};
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::{
     Attribute, Config, Message, Outcome, SetupError, SqsSink, SqsTransport, Summary,
 };
@@ -24,9 +24,13 @@ fn config(vars: &[(&str, &str)]) -> Config {
 async fn standard_queue_round_trip_keeps_bodies_and_attributes() {
     let sqs = client();
     let url = create_queue(&sqs, "e2e-standard", &[]).await;
-    let fwd = connect_with(sqs.clone(), &config(&[("QUEUE_URL", &url)]), false)
-        .await
-        .expect("connect");
+    let fwd = connect_with(
+        sqs.clone(),
+        &config(&[("QUEUE_URL", &url)]),
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
 
     let mut messages = Vec::new();
     for i in 0..23usize {
@@ -101,9 +105,13 @@ async fn standard_queue_round_trip_keeps_bodies_and_attributes() {
 async fn fifo_queue_keeps_group_order_and_deduplicates() {
     let sqs = client();
     let url = create_queue(&sqs, "e2e-orders.fifo", &[]).await;
-    let fwd = connect_with(sqs.clone(), &config(&[("QUEUE_URL", &url)]), true)
-        .await
-        .expect("connect");
+    let fwd = connect_with(
+        sqs.clone(),
+        &config(&[("QUEUE_URL", &url)]),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect");
     let make = || {
         (0..30usize)
             .map(|i| {
@@ -154,9 +162,13 @@ async fn limits_come_from_the_queue_and_oversize_fails() {
         &[(QueueAttributeName::MaximumMessageSize, "2048")],
     )
     .await;
-    let fwd = connect_with(sqs.clone(), &config(&[("QUEUE_URL", &url)]), false)
-        .await
-        .expect("connect");
+    let fwd = connect_with(
+        sqs.clone(),
+        &config(&[("QUEUE_URL", &url)]),
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
     assert_eq!(fwd.settings().limits.max_message_bytes, 2048);
     assert_eq!(fwd.settings().limits.max_request_bytes, 1_048_576);
 
@@ -178,7 +190,7 @@ async fn limits_come_from_the_queue_and_oversize_fails() {
     let lowered = connect_with(
         sqs.clone(),
         &config(&[("QUEUE_URL", &url), ("MAX_MESSAGE_BYTES", "1024")]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -186,7 +198,7 @@ async fn limits_come_from_the_queue_and_oversize_fails() {
     let raised = connect_with(
         sqs.clone(),
         &config(&[("QUEUE_URL", &url), ("MAX_MESSAGE_BYTES", "4096")]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -198,9 +210,13 @@ async fn queue_by_name_and_missing_queues() {
     let sqs = client();
     let url = create_queue(&sqs, "e2e-named", &[]).await;
     let name = url.rsplit('/').next().expect("name").to_owned();
-    let fwd = connect_with(sqs.clone(), &config(&[("QUEUE_NAME", &name)]), false)
-        .await
-        .expect("connect by name");
+    let fwd = connect_with(
+        sqs.clone(),
+        &config(&[("QUEUE_NAME", &name)]),
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect by name");
     let outcomes = fwd.send_all(vec![Message::new("by name", 0)], None).await;
     assert!(outcomes[0].outcome.is_sent());
     assert_eq!(drain(&sqs, &url, 1).await.len(), 1);
@@ -208,7 +224,7 @@ async fn queue_by_name_and_missing_queues() {
     let err = connect_with(
         sqs.clone(),
         &config(&[("QUEUE_NAME", "no-such-queue-e2e")]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect_err("missing queue");
@@ -220,7 +236,7 @@ async fn queue_by_name_and_missing_queues() {
 
     // A FIFO target whose messages carry no group id is refused at start.
     let fifo = config(&[("QUEUE_URL", "http://127.0.0.1:1/000000000000/x.fifo")]);
-    let err = connect_with(sqs.clone(), &fifo, false)
+    let err = connect_with(sqs.clone(), &fifo, sqs_forwarder::GroupIds::FromConfig)
         .await
         .expect_err("no group id");
     assert!(err.to_string().contains("MESSAGE_GROUP_ID"), "{err}");

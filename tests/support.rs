@@ -53,12 +53,11 @@ pub fn sdk_config() -> aws_config::SdkConfig {
 /// (`tests/sqs_roundtrip.rs` keeps a round trip through aws-sdk-sqs.)
 pub async fn connect(
     config: &sqs_forwarder::Config,
-    source_sets_group_ids: bool,
+    group_ids: sqs_forwarder::GroupIds,
 ) -> sqs_forwarder::Forwarder<sqs_forwarder::SqsTransport> {
-    let forwarder =
-        sqs_forwarder::startup::connect_sdk(&sdk_config(), config, source_sets_group_ids)
-            .await
-            .expect("connect to the local queue");
+    let forwarder = sqs_forwarder::setup::startup::connect_sdk(&sdk_config(), config, group_ids)
+        .await
+        .expect("connect to the local queue");
     assert_eq!(
         forwarder.transport().is_direct(),
         std::env::var("SQS_CLIENT").as_deref() != Ok("sdk"),

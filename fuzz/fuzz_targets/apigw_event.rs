@@ -9,7 +9,7 @@ use apigw_to_sqs::lambda_http::Request;
 use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::{Handler, Settings};
 use libfuzzer_sys::fuzz_target;
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 

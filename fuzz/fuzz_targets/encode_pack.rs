@@ -2,8 +2,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sqs_forwarder::encode::{EncodeRules, prepare};
-use sqs_forwarder::limits::message_size;
+use sqs_forwarder::message::encode::{EncodeRules, prepare};
+use sqs_forwarder::message::limits::message_size;
 use sqs_forwarder::{Attribute, Body, Limits, Message};
 
 fuzz_target!(|data: &[u8]| {
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let sizes: Vec<usize> = data.iter().map(|&b| usize::from(b) * 4096).collect();
     let limits = Limits::default();
-    let plan = sqs_forwarder::batch::pack_in_order(&sizes, &limits);
+    let plan = sqs_forwarder::send::batch::pack_in_order(&sizes, &limits);
     let mut next = 0;
     for range in plan {
         assert_eq!(range.start, next);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use rabbitmq_to_sqs::{Handler, Settings};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sqs_forwarder::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::call::transport::{BatchItem, BoxFuture, CallError, EntryResult};
 use sqs_forwarder::{Failure, Forwarder, PayloadStore, Transport};
 
 /// What a dry run would have sent.

@@ -10,7 +10,7 @@ use clap::Parser;
 use replay::report::{Progress, Totals};
 use replay::stream::Streams;
 use replay::{Options, Replayer, SERVICE, dry_run};
-use sqs_forwarder::{Env, QueueReader, Transport, startup};
+use sqs_forwarder::{Env, QueueReader, Transport, setup::startup};
 
 /// Replay what the forwarder gave up on: take each entry of the on-failure
 /// queue (a Kinesis range, an S3 event), send what it stands for to the
@@ -88,8 +88,12 @@ async fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return cannot_start(&e),
     };
-    let source_sets_group_ids = kinesis.source_sets_group_ids() && s3.source_sets_group_ids();
-    let started = match startup::start_with(config, SERVICE, source_sets_group_ids).await {
+    let group_ids = if kinesis.source_sets_group_ids() && s3.source_sets_group_ids() {
+        sqs_forwarder::GroupIds::FromSource
+    } else {
+        sqs_forwarder::GroupIds::FromConfig
+    };
+    let started = match startup::start_with(config, SERVICE, group_ids).await {
         Ok(s) => s,
         Err(e) => return cannot_start(&e),
     };

@@ -33,7 +33,7 @@ use std::time::SystemTime;
 
 use aws_sdk_kinesis::primitives::{DateTime, DateTimeFormat};
 use serde_json::{Value, json};
-use sqs_forwarder::{QueueReader, receive::ReceiveError};
+use sqs_forwarder::{QueueReader, call::receive::ReceiveError};
 
 use crate::kinesis::FirstKept;
 

@@ -66,7 +66,7 @@ where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug + 'static,
 {
-    sqs_forwarder::codes::sdk_error_parts(err)
+    sqs_forwarder::send::codes::sdk_error_parts(err)
 }
 
 /// Kinesis clients by region (a range names its stream's region).

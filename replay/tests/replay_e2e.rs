@@ -24,7 +24,7 @@ use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::Config;
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::test_support::TestProxy;
 
 mod common;
@@ -135,7 +135,7 @@ async fn failed_run(event: KinesisEvent) -> Vec<String> {
     let fwd = connect_with(
         aws_sdk_sqs::Client::from_conf(conf),
         &config(&[("QUEUE_URL", &url), ("RETRY_MAX_ATTEMPTS", "1")]),
-        true,
+        sqs_forwarder::GroupIds::FromSource,
     )
     .await
     .expect("connect");
@@ -327,9 +327,13 @@ async fn a_fifo_target_gets_no_duplicate_when_the_replay_overlaps_what_arrived()
     let seqs = put(&k, &arn, &records).await;
     let target = create_queue(&client(), "replay-target.fifo", &[]).await;
     // The first 12 records reached the queue before the function failed.
-    let fwd = connect_with(client(), &config(&[("QUEUE_URL", &target)]), true)
-        .await
-        .expect("connect");
+    let fwd = connect_with(
+        client(),
+        &config(&[("QUEUE_URL", &target)]),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect");
     let answer = kinesis_to_sqs::Handler::new(kinesis_to_sqs::Settings::default(), fwd.clone())
         .handle(lambda_event(&k, &arn, 0, 12).await, None)
         .await

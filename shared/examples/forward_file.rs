@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use base64::Engine as _;
 use serde_json::Value;
-use sqs_forwarder::{Attribute, Config, Message, Outcome, Summary, connect, observability};
+use sqs_forwarder::{Attribute, Config, GroupIds, Message, Outcome, Summary, connect, observe};
 
 fn parse_line(n: usize, line: &str) -> Result<Message<usize>, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("line {n}: not JSON: {e}"))?;
@@ -70,7 +70,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let obs = observability::init(config.log_format, &config.metrics_namespace, "forward_file");
+    let obs = observe::init(config.log_format, &config.metrics_namespace, "forward_file");
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: forward_file FILE.ndjson");
         return ExitCode::from(2);
@@ -97,8 +97,12 @@ async fn main() -> ExitCode {
         }
     }
     // The example's messages carry their own group ids when the file has them.
-    let has_groups = messages.iter().all(|m| m.group_id.is_some());
-    let forwarder = match connect(&config, has_groups).await {
+    let group_ids = if messages.iter().all(|m| m.group_id.is_some()) {
+        GroupIds::FromSource
+    } else {
+        GroupIds::FromConfig
+    };
+    let forwarder = match connect(&config, group_ids).await {
         Ok(f) => f,
         Err(e) => {
             eprintln!("{e}");

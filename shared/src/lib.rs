@@ -23,26 +23,31 @@
 //!   lost to a timeout.
 //! * **Claim check.** Under `OVERSIZE_POLICY=offload`, payloads too large
 //!   for the queue go to S3 and SQS carries the pointer the SQS Extended
-//!   Client libraries read ([`offload`]; the S3 store needs the `s3` feature).
+//!   Client libraries read ([`send::offload`]; the S3 store needs the `s3` feature).
 //! * **FIFO done right.** Group order is kept across retries; see
 //!   [`FifoOrder`] for the one choice it costs.
 //!
-//! The flow, module by module: [`message`] → [`encode`] (validate, encode,
-//! size) → oversize policy ([`send`], [`offload`] to S3) → [`batch`] (pack) → [`transport`]
-//! (call: through [`direct`], the crate's own client, by default, or
-//! aws-sdk-sqs) → [`retry`] → [`outcome`]. [`config`] (read with [`env`]), [`queue`]
-//! and [`startup`] set it up from environment variables; [`observability`] and [`metrics`] report on it.
-//! [`receive`] reads a queue, for tools that take messages back out of one
-//! (the replay command and the on-failure queue).
+//! The flow, stage by stage, a folder each: [`message`] (the message, and
+//! [`message::encode`] to validate, encode and size it against
+//! [`message::limits`]) → [`send`] (the oversize policy, [`send::offload`]
+//! to S3, [`send::batch`] to pack, [`send::retry`], one [`send::outcome`]
+//! per message) → [`call`] (the `SendMessageBatch` call, through
+//! [`call::direct`], the crate's own client, by default, or aws-sdk-sqs,
+//! [`call::sdk`]; [`call::transport()`] makes the choice). [`setup`] sets it
+//! up from environment variables ([`setup::config`], then
+//! [`setup::startup`], one way); [`observe`] reports on it (logs and
+//! metrics). [`call::receive`] reads a queue, for tools that take messages
+//! back out of one (the replay command and the on-failure queue);
+//! [`event_reader`] reads a Lambda event borrowed, for the functions.
 //!
 //! ## In a Lambda function
 //!
 //! ```no_run
-//! use sqs_forwarder::{Config, Message, Summary, connect};
+//! use sqs_forwarder::{Config, GroupIds, Message, Summary, connect};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let config = Config::from_env()?; // fails naming the bad variable
-//! let forwarder = connect(&config, false).await?; // reads the queue's limits once
+//! let forwarder = connect(&config, GroupIds::FromConfig).await?; // reads the queue's limits once
 //! let messages = vec![Message::new("hello", 0usize), Message::new(vec![0xF3, 0x89], 1)];
 //! let outcomes = forwarder.send_all(messages, None).await;
 //! assert_eq!(outcomes.len(), 2); // one per message, in input order
@@ -58,7 +63,7 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, queue::sqs_client};
+//! use sqs_forwarder::{Attribute, Message, SqsSink, SqsTransport, setup::client::sqs_client};
 //!
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
@@ -82,75 +87,32 @@
 //! # Ok(()) }
 //! ```
 
-#[cfg(feature = "mimalloc")]
-#[allow(unsafe_code)] // mimalloc's options are set through its C API
-pub mod allocator;
-pub mod aws_names;
-pub mod batch;
-mod byte_scan;
-pub mod codes;
-pub mod config;
-pub mod credentials;
-pub mod direct;
-pub mod encode;
-pub mod env;
-pub mod error;
-pub mod fifo_id;
-pub mod init_error;
-pub mod limits;
+pub mod call;
+pub mod event_reader;
 pub mod message;
-pub mod metrics;
-pub mod observability;
-pub mod offload;
-pub mod outcome;
-pub mod payload;
-pub mod queue;
-pub mod receive;
-pub mod retry;
+pub mod observe;
 pub mod send;
-pub mod sink;
-pub mod startup;
+pub mod setup;
 #[cfg(any(test, feature = "test-support"))]
 #[doc(hidden)]
 pub mod test_support;
-pub mod transport;
 
-pub use batch::FifoOrder;
-pub use config::{AssumeRole, Config, QueueTarget};
-pub use encode::{BodyEncoding, Entry};
-pub use env::Env;
-pub use error::{ConfigError, SetupError};
-pub use limits::Limits;
+pub use call::SqsTransport;
+pub use call::queue::QueueTarget;
+pub use call::receive::{QueueReader, ReceiveError, Received};
+pub use call::transport::Transport;
+pub use message::encode::{BodyEncoding, Entry};
+pub use message::limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
-pub use offload::{OffloadSettings, PayloadStore, SizeAttribute};
-pub use outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
-pub use receive::{QueueReader, ReceiveError, Received};
-pub use retry::RetryPolicy;
-pub use send::{Forwarder, OversizePolicy, SendSettings, Tally, Window};
-pub use sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
-pub use startup::connect;
-pub use transport::{SqsTransport, Transport};
-
-/// The instant by which sending must stop, from a Lambda deadline in
-/// milliseconds since the Unix epoch, less a safety `margin`.
-///
-/// Some local emulators (`cargo lambda watch`) send the function's timeout in
-/// milliseconds instead of an epoch time; a value before 2001 is read that
-/// way, so local runs get the time they were given instead of none.
-pub fn deadline_from_epoch_millis(
-    deadline_ms: u64,
-    margin: std::time::Duration,
-) -> tokio::time::Instant {
-    const YEAR_2001_MS: u64 = 978_307_200_000;
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
-    let left_ms = if deadline_ms < YEAR_2001_MS {
-        deadline_ms
-    } else {
-        deadline_ms.saturating_sub(now_ms)
-    };
-    let left = std::time::Duration::from_millis(left_ms);
-    tokio::time::Instant::now() + left.saturating_sub(margin)
-}
+pub use send::batch::FifoOrder;
+pub use send::offload::{OffloadSettings, PayloadStore, SizeAttribute};
+pub use send::outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
+pub use send::retry::RetryPolicy;
+pub use send::sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
+pub use send::{
+    Forwarder, OversizePolicy, SendSettings, Tally, Window, deadline_from_epoch_millis,
+};
+pub use setup::config::{AssumeRole, Config, GroupIds};
+pub use setup::env::Env;
+pub use setup::error::{ConfigError, SetupError};
+pub use setup::startup::connect;

@@ -6,6 +6,11 @@
 //! number, an AMQP delivery tag, an index into an HTTP body) that comes back
 //! untouched with the message's [`Outcome`](crate::Outcome).
 
+pub(crate) mod byte_scan;
+pub mod encode;
+pub mod fifo_id;
+pub mod limits;
+
 use std::borrow::Cow;
 
 /// The body of a message before encoding.
@@ -109,7 +114,7 @@ impl Attribute {
     }
 
     /// Replace the data type with a custom one (`"Number.float"`); its base
-    /// must match the value's kind, which [`crate::encode`] checks.
+    /// must match the value's kind, which [`crate::message::encode`] checks.
     pub fn with_data_type(mut self, data_type: impl Into<Cow<'static, str>>) -> Self {
         self.data_type = data_type.into();
         self

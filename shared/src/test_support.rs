@@ -7,7 +7,7 @@ pub mod fake_sqs;
 pub mod http_proxy;
 pub mod runtime_api;
 
-use crate::env::{Allowed, Variable};
+use crate::setup::env::{Allowed, Variable};
 
 pub use fake_sqs::{Attempt, Call, FakeSqs, Reply, Seen};
 pub use http_proxy::{ProxyRequest, TestProxy};

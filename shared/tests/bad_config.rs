@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use sqs_forwarder::config::VARIABLES;
+use sqs_forwarder::setup::config::VARIABLES;
 use sqs_forwarder::{Config, ConfigError};
 
 const URL: &str = "https://sqs.eu-west-1.amazonaws.com/123456789012/orders";

@@ -29,8 +29,11 @@ use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
-use sqs_forwarder::encode::{DEFAULT_ENCODING_ATTRIBUTE, ENCODING_MARKER_VALUE, EncodeRules};
-use sqs_forwarder::transport::{CallError, classify_sdk_error};
+use sqs_forwarder::call::sdk::classify_sdk_error;
+use sqs_forwarder::call::transport::CallError;
+use sqs_forwarder::message::encode::{
+    DEFAULT_ENCODING_ATTRIBUTE, ENCODING_MARKER_VALUE, EncodeRules,
+};
 use sqs_forwarder::{
     Attribute, AttributeValue, Forwarder, Limits, Message, MessageOutcome, Outcome, SendSettings,
     SqsTransport,

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use sqs_forwarder::startup::connect;
+use sqs_forwarder::setup::startup::connect;
 use sqs_forwarder::{Config, Message, Outcome, SetupError};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -81,7 +81,11 @@ async fn mount(server: &MockServer) {
 }
 
 async fn send_one(url: &str) -> Result<(), SetupError> {
-    let forwarder = connect(&config(&[("QUEUE_URL", url)]), false).await?;
+    let forwarder = connect(
+        &config(&[("QUEUE_URL", url)]),
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await?;
     let outcomes = forwarder.send_all(vec![Message::new("x", 0)], None).await;
     assert!(
         matches!(outcomes[0].outcome, Outcome::Sent { .. }),

@@ -17,8 +17,8 @@ use aws_config::BehaviorVersion;
 use aws_sdk_sqs::config::{Credentials, Region};
 use aws_sdk_sqs::primitives::{DateTime, DateTimeFormat};
 use serde_json::{Value, json};
-use sqs_forwarder::credentials::assume_role;
-use sqs_forwarder::startup::connect_sdk;
+use sqs_forwarder::setup::credentials::assume_role;
+use sqs_forwarder::setup::startup::connect_sdk;
 use sqs_forwarder::{Config, Message, Outcome, SetupError};
 use wiremock::matchers::{body_string_contains, header, method};
 use wiremock::{Mock, MockServer, Request, ResponseTemplate};
@@ -200,7 +200,9 @@ async fn connect_and_send(
     config: &Config,
     server: &MockServer,
 ) -> Vec<Seen> {
-    let forwarder = connect_sdk(sdk, config, false).await.expect("connect");
+    let forwarder = connect_sdk(sdk, config, sqs_forwarder::GroupIds::FromConfig)
+        .await
+        .expect("connect");
     let outcomes = forwarder
         .send_all(vec![Message::new("a", 0usize), Message::new("b", 1)], None)
         .await;
@@ -336,7 +338,7 @@ async fn assumed_role_signs_every_call(client: &str) {
     })
     .await;
     let mut c = role_config("https://sqs.eu-west-1.amazonaws.com/210987654321/orders");
-    c.sqs_client = sqs_forwarder::env::Word::from_word(client).expect("a client");
+    c.sqs_client = sqs_forwarder::setup::env::Word::from_word(client).expect("a client");
     let role = c.assume_role.clone().expect("a role");
     let sdk = assume_role(home_sdk(&server.uri()).await, &role)
         .await

@@ -9,7 +9,7 @@ mod direct_common;
 use direct_common::{ACCESS_KEY, REGION, SECRET, both_clients, items, sdk};
 use serde_json::Value;
 use sqs_forwarder::Config;
-use sqs_forwarder::transport::{EntryResult, Transport};
+use sqs_forwarder::call::transport::{EntryResult, Transport};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -142,9 +142,13 @@ async fn connect_picks_the_client_from_sqs_client() {
             _ => None,
         })
         .expect("config");
-        let fwd = sqs_forwarder::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
-            .await
-            .expect("connect");
+        let fwd = sqs_forwarder::setup::startup::connect_sdk(
+            &sdk(&server.uri(), None),
+            &config,
+            sqs_forwarder::GroupIds::FromConfig,
+        )
+        .await
+        .expect("connect");
         assert_eq!(fwd.transport().is_direct(), direct, "{value:?}");
         assert_eq!(fwd.transport().queue_url(), url);
     }
@@ -183,9 +187,13 @@ async fn a_null_failed_list_is_no_failure_and_no_retry() {
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
-        .await
-        .expect("connect");
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(
+        &sdk(&server.uri(), None),
+        &config,
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
     let out = fwd
         .send_all(vec![sqs_forwarder::Message::new("once", 0)], None)
         .await;

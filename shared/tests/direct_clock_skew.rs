@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use direct_common::sigv4::{Received, parse_amz_date, verify};
 use direct_common::{ACCESS_KEY, REGION, SECRET, items, sdk};
 use sqs_forwarder::Config;
-use sqs_forwarder::transport::Transport;
+use sqs_forwarder::call::transport::Transport;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -155,14 +155,14 @@ async fn a_skewed_clock_is_corrected_from_the_servers_date() {
         let server = server_with_clock(offset).await;
         let url = format!("{}/123456789012/q", server.uri());
         let sdk = sdk(&server.uri(), None);
-        let client = sqs_forwarder::queue::sqs_client(&sdk);
+        let client = sqs_forwarder::setup::client::sqs_client(&sdk);
         // In Lambda, with a trace id: sent unsigned, the signature verifies.
-        let lambda = sqs_forwarder::direct::headers::Environment::lookup(|name| match name {
+        let lambda = sqs_forwarder::call::direct::headers::Environment::lookup(|name| match name {
             "AWS_LAMBDA_FUNCTION_NAME" => Some("fn".into()),
             "_X_AMZN_TRACE_ID" => Some("Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1".into()),
             _ => None,
         });
-        let direct = sqs_forwarder::direct::DirectClient::new(&sdk, &client)
+        let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client)
             .expect("direct")
             .with_environment(lambda);
         let direct = sqs_forwarder::SqsTransport::direct(direct, url.as_str());
@@ -206,13 +206,13 @@ async fn a_real_signature_fault_is_not_retried_and_a_small_skew_is_not_corrected
         ),
     ));
     let wrong = wrong.build();
-    let client = sqs_forwarder::queue::sqs_client(&wrong);
+    let client = sqs_forwarder::setup::client::sqs_client(&wrong);
     let direct = sqs_forwarder::SqsTransport::direct(
-        sqs_forwarder::direct::DirectClient::new(&wrong, &client).expect("direct"),
+        sqs_forwarder::call::direct::DirectClient::new(&wrong, &client).expect("direct"),
         url.as_str(),
     );
     match direct.send_batch(&items()).await {
-        Err(sqs_forwarder::transport::CallError::Failed(f)) => {
+        Err(sqs_forwarder::call::transport::CallError::Failed(f)) => {
             assert_eq!(f.code, "IncompleteSignature", "{f:?}");
         }
         other => panic!("{other:?}"),
@@ -225,8 +225,8 @@ async fn a_real_signature_fault_is_not_retried_and_a_small_skew_is_not_corrected
     // A server 2 minutes ahead accepts at once, and its offset is kept.
     let server = server_with_clock(120).await;
     let sdk = sdk(&server.uri(), None);
-    let client = sqs_forwarder::queue::sqs_client(&sdk);
-    let direct = sqs_forwarder::direct::DirectClient::new(&sdk, &client).expect("direct");
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
+    let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client).expect("direct");
     direct
         .send_batch(&format!("{}/1/q", server.uri()), &items())
         .await
@@ -249,9 +249,13 @@ async fn a_forwarder_on_a_skewed_host_starts_and_sends_without_a_retry_of_its_ow
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
-        .await
-        .expect("connect");
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(
+        &sdk(&server.uri(), None),
+        &config,
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
     let out = fwd
         .send_all(vec![sqs_forwarder::Message::new("skewed", 0)], None)
         .await;

@@ -18,8 +18,8 @@ use aws_config::BehaviorVersion;
 use aws_credential_types::Credentials;
 use aws_sdk_sqs::config::Region;
 use direct_common::{REGION, both_clients, items};
-use sqs_forwarder::direct::headers::Environment;
-use sqs_forwarder::transport::Transport;
+use sqs_forwarder::call::direct::headers::Environment;
+use sqs_forwarder::call::transport::Transport;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -174,8 +174,8 @@ async fn the_trace_id_is_read_for_every_call() {
         _ => None,
     });
     let sdk = direct_common::sdk(&server.uri(), None);
-    let client = sqs_forwarder::queue::sqs_client(&sdk);
-    let direct = sqs_forwarder::direct::DirectClient::new(&sdk, &client)
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
+    let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client)
         .expect("direct")
         .with_environment(environment);
     let url = format!("{}/1/q", server.uri());

@@ -25,8 +25,8 @@ use direct_common::tls::{certificates, start_server};
 use direct_common::{both_clients, items};
 use hyper_util::client::proxy::matcher::Matcher;
 use sqs_forwarder::SqsTransport;
+use sqs_forwarder::call::transport::{EntryResult, Transport};
 use sqs_forwarder::test_support::{ProxyRequest, TestProxy};
-use sqs_forwarder::transport::{EntryResult, Transport};
 
 const CHILD: &str = "DIRECT_PROXY_TEST_ENDPOINT";
 /// The endpoint's host name: reachable through the test proxy only.
@@ -300,10 +300,10 @@ async fn the_proxy_settings_can_be_given() {
     let endpoint = format!("http://{HIDDEN}:{port}");
     let proxy = hidden_proxy(None);
     let sdk = direct_common::sdk(&endpoint, None);
-    let client = sqs_forwarder::queue::sqs_client(&sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
     let queue = format!("{endpoint}/123456789012/q");
     let through = Matcher::builder().http(proxy.url()).build();
-    let direct = sqs_forwarder::direct::DirectClient::with_proxy(&sdk, &client, &through)
+    let direct = sqs_forwarder::call::direct::DirectClient::with_proxy(&sdk, &client, &through)
         .expect("direct client");
     let answer = SqsTransport::direct(direct, &queue)
         .send_batch(&items())
@@ -318,7 +318,7 @@ async fn the_proxy_settings_can_be_given() {
         Matcher::builder().https(proxy.url()).build(),
         Matcher::builder().build(),
     ] {
-        let direct = sqs_forwarder::direct::DirectClient::with_proxy(&sdk, &client, &matcher)
+        let direct = sqs_forwarder::call::direct::DirectClient::with_proxy(&sdk, &client, &matcher)
             .expect("direct client");
         let answer = SqsTransport::direct(direct, &queue)
             .send_batch(&items())

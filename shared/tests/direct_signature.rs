@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use direct_common::sigv4::{Received, canonical_request, parse_amz_date, sha256_hex, verify};
 use direct_common::{ACCESS_KEY, REGION, SECRET, both_clients, items, sdk};
 use sqs_forwarder::Config;
-use sqs_forwarder::transport::Transport;
+use sqs_forwarder::call::transport::Transport;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -194,9 +194,13 @@ async fn connect_signs_with_the_same_verifiable_signature() {
         _ => None,
     })
     .expect("config");
-    let fwd = sqs_forwarder::startup::connect_sdk(&sdk(&server.uri(), None), &config, false)
-        .await
-        .expect("connect");
+    let fwd = sqs_forwarder::setup::startup::connect_sdk(
+        &sdk(&server.uri(), None),
+        &config,
+        sqs_forwarder::GroupIds::FromConfig,
+    )
+    .await
+    .expect("connect");
     assert!(fwd.transport().is_direct());
     let _ = fwd.transport().send_batch(&items()).await;
     let requests = server.received_requests().await.expect("recorded");

@@ -15,7 +15,7 @@ mod direct_common;
 use direct_common::items;
 use direct_common::tls::{certificates, start_server};
 use sqs_forwarder::SqsTransport;
-use sqs_forwarder::transport::{EntryResult, Transport};
+use sqs_forwarder::call::transport::{EntryResult, Transport};
 
 const CHILD: &str = "DIRECT_TLS_TEST_ENDPOINT";
 
@@ -34,8 +34,8 @@ fn run_child(case: &str, roots: &str, endpoint: &str) -> std::process::Output {
 /// In the child: one batch through the direct client to the endpoint.
 async fn send_through_direct(endpoint: &str) -> Result<Vec<(String, EntryResult)>, String> {
     let sdk = direct_common::sdk(endpoint, None);
-    let client = sqs_forwarder::queue::sqs_client(&sdk);
-    let direct = sqs_forwarder::direct::DirectClient::new(&sdk, &client)
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
+    let direct = sqs_forwarder::call::direct::DirectClient::new(&sdk, &client)
         .map_err(|e| format!("direct client: {e}"))?;
     let transport = SqsTransport::direct(direct, format!("{endpoint}/123456789012/q"));
     transport

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
-use sqs_forwarder::startup::connect_with;
+use sqs_forwarder::setup::startup::connect_with;
 use sqs_forwarder::{Config, SetupError};
 use wiremock::matchers::{header, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -64,7 +64,7 @@ async fn limit_is_read_from_the_queue_and_only_lowered_by_configuration() {
     let f = connect_with(
         client(&server.uri()),
         &config(&[("QUEUE_URL", &url)]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -77,7 +77,7 @@ async fn limit_is_read_from_the_queue_and_only_lowered_by_configuration() {
     let f = connect_with(
         client(&server.uri()),
         &config(&[("QUEUE_URL", &url), ("MAX_MESSAGE_BYTES", "100000")]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -85,7 +85,7 @@ async fn limit_is_read_from_the_queue_and_only_lowered_by_configuration() {
     let f = connect_with(
         client(&server.uri()),
         &config(&[("QUEUE_URL", &url), ("MAX_MESSAGE_BYTES", "1048576")]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -99,7 +99,7 @@ async fn access_denied_falls_back_to_the_configured_limit() {
     let f = connect_with(
         client(&server.uri()),
         &config(&[("QUEUE_URL", &url)]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -111,7 +111,7 @@ async fn access_denied_falls_back_to_the_configured_limit() {
     let f = connect_with(
         client(&server.uri()),
         &config(&[("QUEUE_URL", &url), ("FALLBACK_MESSAGE_BYTES", "262144")]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -123,7 +123,7 @@ async fn access_denied_falls_back_to_the_configured_limit() {
             ("FALLBACK_MESSAGE_BYTES", "262144"),
             ("MAX_MESSAGE_BYTES", "2048"),
         ]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect("connect");
@@ -141,7 +141,7 @@ async fn a_missing_queue_fails_the_start_naming_it() {
     let err = connect_with(
         client(&server.uri()),
         &config(&[("QUEUE_URL", &url)]),
-        false,
+        sqs_forwarder::GroupIds::FromConfig,
     )
     .await
     .expect_err("missing queue");
@@ -160,9 +160,13 @@ async fn fifo_without_content_based_dedup_is_known_at_start() {
     )
     .await;
     let url = format!("{}/123456789012/o.fifo", server.uri());
-    let f = connect_with(client(&server.uri()), &config(&[("QUEUE_URL", &url)]), true)
-        .await
-        .expect("connect");
+    let f = connect_with(
+        client(&server.uri()),
+        &config(&[("QUEUE_URL", &url)]),
+        sqs_forwarder::GroupIds::FromSource,
+    )
+    .await
+    .expect("connect");
     assert!(f.rules().fifo);
     assert_eq!(f.rules().content_based_deduplication, Some(false));
     let out = f
@@ -236,13 +240,16 @@ async fn both_clients_start_and_fail_alike() {
         let mut results = Vec::new();
         for client in ["sdk", "direct"] {
             let c = config(&[(by, &queue), ("SQS_CLIENT", client)]);
-            let started =
-                sqs_forwarder::startup::connect_sdk(&sdk_config(&server.uri()), &c, false)
-                    .await
-                    .map(|f| {
-                        assert_eq!(f.transport().is_direct(), client == "direct");
-                        f.settings().limits.max_message_bytes
-                    });
+            let started = sqs_forwarder::setup::startup::connect_sdk(
+                &sdk_config(&server.uri()),
+                &c,
+                sqs_forwarder::GroupIds::FromConfig,
+            )
+            .await
+            .map(|f| {
+                assert_eq!(f.transport().is_direct(), client == "direct");
+                f.settings().limits.max_message_bytes
+            });
             results.push(started.map_err(|e| match e {
                 SetupError::Queue {
                     queue,

@@ -29,7 +29,7 @@ use std::time::Duration;
 use aws_sdk_sqs::config::retry::RetryConfig;
 use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::{
     Attribute, Forwarder, Message, MessageOutcome, Outcome, RetryPolicy, SendSettings,
     SqsTransport, Summary,
@@ -207,9 +207,11 @@ fn forwarder(endpoint: &str, settings: SendSettings) -> Forwarder<SqsTransport> 
             )
             .endpoint_url(endpoint)
             .build();
-        let direct =
-            sqs_forwarder::direct::DirectClient::new(&sdk, &sqs_forwarder::queue::sqs_client(&sdk))
-                .expect("direct client");
+        let direct = sqs_forwarder::call::direct::DirectClient::new(
+            &sdk,
+            &sqs_forwarder::setup::client::sqs_client(&sdk),
+        )
+        .expect("direct client");
         SqsTransport::direct(direct, url)
     } else {
         SqsTransport::new(client(endpoint), url)

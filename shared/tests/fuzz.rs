@@ -6,9 +6,9 @@
 //! The invariants of the packer and the forwarder are in `properties.rs`.
 
 use proptest::prelude::*;
-use sqs_forwarder::batch::pack_in_order;
-use sqs_forwarder::encode::{BodyEncoding, EncodeRules, is_sqs_text, prepare};
-use sqs_forwarder::limits::message_size;
+use sqs_forwarder::message::encode::{BodyEncoding, EncodeRules, is_sqs_text, prepare};
+use sqs_forwarder::message::limits::message_size;
+use sqs_forwarder::send::batch::pack_in_order;
 use sqs_forwarder::test_support::proptest_cases;
 use sqs_forwarder::{Attribute, AttributeValue, Body, Limits, Message};
 

@@ -4,13 +4,13 @@
 mod common;
 
 use common::{endpoint, settings};
-use sqs_forwarder::config::LogFormat;
-use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::{Forwarder, Message, OversizePolicy, observability};
+use sqs_forwarder::message::encode::EncodeRules;
+use sqs_forwarder::setup::config::LogFormat;
+use sqs_forwarder::{Forwarder, Message, OversizePolicy, observe};
 
 #[tokio::test]
 async fn metrics_are_written_as_emf() {
-    let obs = observability::init(LogFormat::Text, "SqsForwarderTest", "policies");
+    let obs = observe::init(LogFormat::Text, "SqsForwarderTest", "policies");
     let endpoint = endpoint();
     let fwd = Forwarder::new(
         endpoint,

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::limits::{Limits, message_size};
-use sqs_forwarder::offload::{POINTER_CLASS, pointer_body};
+use sqs_forwarder::call::transport::BoxFuture;
+use sqs_forwarder::message::encode::EncodeRules;
+use sqs_forwarder::message::limits::{Limits, message_size};
+use sqs_forwarder::send::offload::{POINTER_CLASS, pointer_body};
 use sqs_forwarder::test_support::FakeSqs;
-use sqs_forwarder::transport::BoxFuture;
 use sqs_forwarder::{
     Attribute, AttributeValue, Entry, Failure, Forwarder, Message, OffloadSettings, OversizePolicy,
     PayloadStore, SendSettings, SizeAttribute, SqsSink,

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{bodies, endpoint, settings};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::{
     Forwarder, Message, Outcome, OversizePolicy, SinkError, SqsSink, deadline_from_epoch_millis,
 };

@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sqs_forwarder::batch::{FifoOrder, pack_in_order};
-use sqs_forwarder::encode::EncodeRules;
-use sqs_forwarder::limits::{Limits, message_size};
-use sqs_forwarder::outcome::{Failure, Outcome};
+use sqs_forwarder::call::transport::CallError;
+use sqs_forwarder::message::encode::EncodeRules;
+use sqs_forwarder::message::limits::{Limits, message_size};
+use sqs_forwarder::send::batch::{FifoOrder, pack_in_order};
+use sqs_forwarder::send::outcome::{Failure, Outcome};
 use sqs_forwarder::test_support::{FakeSqs, Reply};
-use sqs_forwarder::transport::CallError;
 use sqs_forwarder::{Attribute, Forwarder, Message, RetryPolicy, SendSettings, Window};
 
 /// What the fake endpoint saw and did.

@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Forwarder, Message, Outcome, SendSettings, Window};
 

@@ -13,7 +13,7 @@ use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
 use rabbitmq_to_sqs::drain::PollReport;
 use rabbitmq_to_sqs::{Handler, Settings};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::{Env, Forwarder, RetryPolicy, SendSettings, Transport};
 use tokio::time::Instant;
 

@@ -1,7 +1,7 @@
 //! The SDK floor: the very entries a forwarder sent (the request bodies the
 //! stub captured), turned into aws-sdk-sqs entries before the clock starts,
 //! then sent again through aws-sdk-sqs, with the client the forwarders use
-//! ([`sqs_forwarder::queue::sqs_client`]) and as many calls in flight, in a
+//! ([`sqs_forwarder::setup::client::sqs_client`]) and as many calls in flight, in a
 //! tight loop. Between the HTTP floor (`bench floor`: the same bodies, no
 //! SDK) and our functions, it shows how much of our time is the SDK's
 //! per-call work (serializing, signing, the orchestrator, the HTTP client)
@@ -124,7 +124,7 @@ async fn run(stub: &str, epoch: usize, in_flight: usize, rounds: usize) -> Resul
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .load()
         .await;
-    let client = sqs_forwarder::queue::sqs_client(&sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(&sdk);
     let one = batches(stub, epoch)?;
     let in_flight = in_flight.max(1);
     let mut report = Report {

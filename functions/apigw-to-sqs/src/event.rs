@@ -197,12 +197,12 @@ impl HttpEvent {
         let v2 = shape.version.is_some_and(|v| v.get() == r#""2.0""#);
         // The reader of the payload it claims, for the field at fault.
         let why = if v2 {
-            sqs_forwarder::payload::read::<
+            sqs_forwarder::event_reader::read::<
                 lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest,
             >(json)
             .err()
         } else {
-            sqs_forwarder::payload::read::<
+            sqs_forwarder::event_reader::read::<
                 lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequest,
             >(json)
             .err()

@@ -10,8 +10,8 @@
 //! A malformed value is a 400 that names the header, never its value.
 
 use lambda_http::http::{HeaderMap, HeaderName, StatusCode};
-use sqs_forwarder::encode::{EncodeRules, check_attribute};
-use sqs_forwarder::limits::{MAX_DELAY_SECONDS, MAX_ID_CHARS};
+use sqs_forwarder::message::encode::{EncodeRules, check_attribute};
+use sqs_forwarder::message::limits::{MAX_DELAY_SECONDS, MAX_ID_CHARS};
 use sqs_forwarder::{Attribute, Body, Message};
 
 use crate::reject::Rejection;
@@ -65,7 +65,7 @@ fn single(headers: &HeaderMap, name: &HeaderName) -> Result<Option<String>, Reje
 }
 
 fn check_id(name: &HeaderName, id: &str) -> Result<(), Rejection> {
-    if sqs_forwarder::fifo_id::is_valid(id) {
+    if sqs_forwarder::message::fifo_id::is_valid(id) {
         Ok(())
     } else {
         Err(invalid(

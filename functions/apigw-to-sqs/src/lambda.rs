@@ -3,8 +3,8 @@
 //! after each.
 
 use lambda_http::{Body, Request, Response};
-use sqs_forwarder::observability::Observability;
-use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::observe::Observability;
+use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
 use crate::{Handler, SERVICE, Settings};
@@ -22,7 +22,7 @@ impl ColdStart for Lambda {
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
         // Group ids come from the X-Message-Group-Id header.
-        let started = startup::start(SERVICE, true).await?;
+        let started = startup::start(SERVICE, sqs_forwarder::GroupIds::FromSource).await?;
         Ok(Lambda {
             handler: Handler::new(settings, started.forwarder, started.config.deadline_margin),
             observability: started.observability,

@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use apigw_to_sqs::Lambda;
 use apigw_to_sqs::event::RefuseUndecodable;
 use lambda_http::{Adapter, Body, Request, Response, lambda_runtime, service_fn};
-use sqs_forwarder::startup;
+use sqs_forwarder::setup::startup;
 
-/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
 #[global_allocator]
-static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
+    sqs_forwarder::setup::allocator::ALLOCATOR;
 
 // One thread: the forwarder's calls are I/O, and a single-threaded runtime
 // spends the least CPU per record (see bench/README.md).

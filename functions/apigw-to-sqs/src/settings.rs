@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use lambda_http::http::HeaderName;
-use sqs_forwarder::encode::check_attribute;
-use sqs_forwarder::env::Variable;
+use sqs_forwarder::message::encode::check_attribute;
+use sqs_forwarder::setup::env::Variable;
 use sqs_forwarder::{Attribute, ConfigError, Env};
 
 const PATH: &str = "an absolute path such as /messages (ASCII, no query or fragment)";

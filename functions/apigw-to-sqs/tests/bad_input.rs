@@ -19,7 +19,7 @@ use apigw_to_sqs::lambda_http::request::LambdaRequest;
 use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service, service_fn};
 use apigw_to_sqs::{Handler, Settings, VARIABLES};
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,

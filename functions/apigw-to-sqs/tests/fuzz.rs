@@ -14,7 +14,7 @@ use apigw_to_sqs::{Handler, Settings};
 use base64::Engine as _;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 

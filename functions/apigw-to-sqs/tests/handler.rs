@@ -10,9 +10,9 @@ use std::time::Duration;
 use apigw_to_sqs::lambda_http::http::{StatusCode, header};
 use apigw_to_sqs::lambda_http::{Body, Context, Request, RequestExt, Response, request};
 use apigw_to_sqs::{Handler, Settings};
-use sqs_forwarder::encode::{EncodeRules, Entry};
+use sqs_forwarder::call::transport::CallError;
+use sqs_forwarder::message::encode::{EncodeRules, Entry};
 use sqs_forwarder::test_support::{FakeSqs, Reply};
-use sqs_forwarder::transport::CallError;
 use sqs_forwarder::{Env, Failure, Forwarder, RetryPolicy, SendSettings};
 
 /// The workspace's fake SQS, accepting every entry as `fake-id`; it records

@@ -15,7 +15,7 @@ use apigw_to_sqs::event::{HttpEvent, RefuseUndecodable};
 use apigw_to_sqs::lambda_http::{Adapter, Context, LambdaEvent, Request, Service, service_fn};
 use apigw_to_sqs::{Handler, Settings};
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 

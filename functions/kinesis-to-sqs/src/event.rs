@@ -81,10 +81,10 @@ impl From<Incoming> for KinesisEvent {
 }
 
 /// `json` read as the function reads an event ([`Incoming`], through
-/// [`sqs_forwarder::payload::read`]): the event, or the error naming the
+/// [`sqs_forwarder::event_reader::read`]): the event, or the error naming the
 /// field at fault.
 pub fn read(json: &str) -> Result<KinesisEvent, String> {
-    sqs_forwarder::payload::read::<Incoming>(json).map(KinesisEvent::from)
+    sqs_forwarder::event_reader::read::<Incoming>(json).map(KinesisEvent::from)
 }
 
 /// The arrival time: seconds since the epoch as a JSON number or a numeric

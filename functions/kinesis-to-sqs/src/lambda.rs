@@ -3,11 +3,11 @@
 //! after each.
 
 use lambda_runtime::LambdaEvent;
-use sqs_forwarder::observability::Observability;
-use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::observe::Observability;
+use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
-use sqs_forwarder::payload::Checked;
+use sqs_forwarder::event_reader::Checked;
 
 use crate::event::{Incoming, KinesisEvent, KinesisEventResponse};
 use crate::{Handler, InvocationError, SERVICE, Settings};
@@ -26,7 +26,12 @@ impl ColdStart for Lambda {
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
-        let started = startup::start(SERVICE, settings.source_sets_group_ids()).await?;
+        let group_ids = if settings.source_sets_group_ids() {
+            sqs_forwarder::GroupIds::FromSource
+        } else {
+            sqs_forwarder::GroupIds::FromConfig
+        };
+        let started = startup::start(SERVICE, group_ids).await?;
         Ok(Lambda {
             margin: started.margin(),
             handler: Handler::new(settings, started.forwarder),

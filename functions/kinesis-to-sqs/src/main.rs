@@ -6,12 +6,13 @@ use std::process::ExitCode;
 use kinesis_to_sqs::event::{Incoming, KinesisEventResponse};
 use kinesis_to_sqs::{InvocationError, Lambda};
 use lambda_runtime::{LambdaEvent, service_fn};
-use sqs_forwarder::payload::Checked;
-use sqs_forwarder::startup;
+use sqs_forwarder::event_reader::Checked;
+use sqs_forwarder::setup::startup;
 
-/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
 #[global_allocator]
-static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
+    sqs_forwarder::setup::allocator::ALLOCATOR;
 
 // One thread: the forwarder's calls are I/O, and a single-threaded runtime
 // spends the least CPU per record (see bench/README.md).

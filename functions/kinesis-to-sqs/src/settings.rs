@@ -6,7 +6,7 @@
 //! answered. The README's table lists the same variables with the same
 //! defaults (the workspace's `tests/docs.rs` checks it).
 
-use sqs_forwarder::env::{Variable, Word};
+use sqs_forwarder::setup::env::{Variable, Word};
 use sqs_forwarder::{ConfigError, Env};
 
 /// `BODY_FORMAT`.

@@ -11,7 +11,7 @@ use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::event::Incoming;
 use kinesis_to_sqs::{Handler, Settings, VARIABLES};
 use serde_json::json;
-use sqs_forwarder::payload::Payload;
+use sqs_forwarder::event_reader::Payload;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,
 };

@@ -19,7 +19,7 @@ use kinesis_to_sqs::checkpoint::reported;
 use kinesis_to_sqs::settings::{GroupIdSource, PermanentFailures, Settings};
 use kinesis_to_sqs::{Handler, kpl};
 use proptest::prelude::*;
-use sqs_forwarder::transport::CallError;
+use sqs_forwarder::call::transport::CallError;
 use sqs_forwarder::{Failure, SendSettings};
 use tokio::time::Instant;
 

@@ -21,7 +21,7 @@ pub const MASK: &str = "***";
 /// Log directives that keep the AMQP client's trace logs off: they print
 /// raw frames, the login included, so never below debug, whatever
 /// `RUST_LOG` says. They are the function's
-/// [`ColdStart::LOG_DIRECTIVES`](sqs_forwarder::startup::ColdStart::LOG_DIRECTIVES),
+/// [`ColdStart::LOG_DIRECTIVES`](sqs_forwarder::setup::startup::ColdStart::LOG_DIRECTIVES),
 /// added to the log filter before it is installed; tests capture logs
 /// through them.
 pub const QUIET_AMQP: &[&str] = &[

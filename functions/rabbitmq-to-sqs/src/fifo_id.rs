@@ -4,18 +4,18 @@
 //! `MessageDeduplicationId`. A routing key may be 255 bytes of anything, a
 //! message id or correlation id any text, so a value SQS would refuse is
 //! replaced by `sha256:` and its hex SHA-256 (71 characters), through the
-//! shared crate's one rule (`sqs_forwarder::fifo_id`): the same value always gives the same id
+//! shared crate's one rule (`sqs_forwarder::message::fifo_id`): the same value always gives the same id
 //! (a redelivered message keeps its group and its deduplication id), and
 //! different values do not share one. A value SQS takes is used as it is.
 
 use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
-pub use sqs_forwarder::fifo_id::{MAX_ID_CHARS, is_valid};
+pub use sqs_forwarder::message::fifo_id::{MAX_ID_CHARS, is_valid};
 
 /// `value` when SQS takes it as an id, else `sha256:` and its hex SHA-256.
 pub fn sqs_id(value: &str) -> Cow<'_, str> {
-    sqs_forwarder::fifo_id::or_hashed(value, "sha256:", |v| Sha256::digest(v.as_bytes()))
+    sqs_forwarder::message::fifo_id::or_hashed(value, "sha256:", |v| Sha256::digest(v.as_bytes()))
 }
 
 #[cfg(test)]

@@ -29,8 +29,8 @@
 //! `HeadersDropped`) and logged by header name (never by value).
 
 use serde_json::{Map, Value};
-use sqs_forwarder::encode::{check_attribute, is_sqs_text};
-use sqs_forwarder::offload::{LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE};
+use sqs_forwarder::message::encode::{check_attribute, is_sqs_text};
+use sqs_forwarder::send::offload::{LEGACY_SIZE_ATTRIBUTE, SIZE_ATTRIBUTE};
 use sqs_forwarder::{Attribute, BodyEncoding, Forwarder, OversizePolicy};
 
 use crate::values::{FieldValue, attribute, bytes_json};
@@ -45,7 +45,7 @@ pub const FOLDED_ATTRIBUTE: &str = "amqp.headers";
 const POINTER_ALLOWANCE: usize = 1024;
 
 /// SQS's limit on attributes per message.
-const MAX_ATTRIBUTES: usize = sqs_forwarder::limits::MAX_ATTRIBUTES;
+const MAX_ATTRIBUTES: usize = sqs_forwarder::message::limits::MAX_ATTRIBUTES;
 
 /// What the forwarder will do to a message that bears on its attributes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,9 +65,9 @@ impl Default for Room {
     fn default() -> Self {
         Room {
             body_encoding: BodyEncoding::Auto,
-            marker_attribute: sqs_forwarder::encode::DEFAULT_ENCODING_ATTRIBUTE.to_owned(),
+            marker_attribute: sqs_forwarder::message::encode::DEFAULT_ENCODING_ATTRIBUTE.to_owned(),
             offload: false,
-            largest_message: sqs_forwarder::limits::MAX_MESSAGE_BYTES,
+            largest_message: sqs_forwarder::message::limits::MAX_MESSAGE_BYTES,
         }
     }
 }

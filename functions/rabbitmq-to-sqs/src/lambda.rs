@@ -4,8 +4,8 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
-use sqs_forwarder::observability::Observability;
-use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::observe::Observability;
+use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
 use crate::{Handler, HandlerError, SERVICE, Settings};
@@ -27,7 +27,7 @@ impl ColdStart for Lambda {
         let settings = Settings::from_env(env)?;
         // Group ids always come from the messages (routing key, header or
         // the queue name), so a FIFO target needs no MESSAGE_GROUP_ID.
-        let started = startup::start(SERVICE, true).await?;
+        let started = startup::start(SERVICE, sqs_forwarder::GroupIds::FromSource).await?;
         let secrets_client = match settings
             .broker
             .as_ref()

@@ -8,11 +8,12 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use rabbitmq_to_sqs::HandlerError;
 use rabbitmq_to_sqs::Lambda;
 use serde_json::Value;
-use sqs_forwarder::startup;
+use sqs_forwarder::setup::startup;
 
-/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
 #[global_allocator]
-static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
+    sqs_forwarder::setup::allocator::ALLOCATOR;
 
 // One thread: the forwarder's calls and the broker's deliveries are I/O
 // (lapin reads the socket on a thread of its own), and a single-threaded

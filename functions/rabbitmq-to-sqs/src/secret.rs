@@ -96,7 +96,7 @@ impl SecretSource {
             .send()
             .await
             .map_err(|e| {
-                let (code, message) = sqs_forwarder::codes::sdk_error_parts(&e);
+                let (code, message) = sqs_forwarder::send::codes::sdk_error_parts(&e);
                 BrokerError::Secret {
                     secret: self.secret_id.clone(),
                     detail: format!("{code}: {message}"),

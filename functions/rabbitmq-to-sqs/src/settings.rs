@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use sqs_forwarder::encode::check_attribute;
-use sqs_forwarder::env::{Variable, Word};
+use sqs_forwarder::message::encode::check_attribute;
+use sqs_forwarder::setup::env::{Variable, Word};
 use sqs_forwarder::{Attribute, ConfigError, Env};
 
 use crate::broker::BrokerUrl;
@@ -242,7 +242,7 @@ impl Settings {
                 .filter(|s| !s.is_empty())
             {
                 let Some(p) = Property::from_word(name) else {
-                    let names = sqs_forwarder::env::words_of::<Property>();
+                    let names = sqs_forwarder::setup::env::words_of::<Property>();
                     return Err(ConfigError::new(
                         "PROPERTY_ATTRIBUTES",
                         &properties_raw,

@@ -8,7 +8,7 @@ use base64::Engine as _;
 use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Map, Number, Value};
 use sqs_forwarder::Attribute;
-use sqs_forwarder::encode::is_sqs_text;
+use sqs_forwarder::message::encode::is_sqs_text;
 
 /// A header or property value, whatever the source.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use rabbitmq_to_sqs::mapping::{FieldValue, amqp_value, json_value};
 use rabbitmq_to_sqs::{Handler, HandlerError, Settings};
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;

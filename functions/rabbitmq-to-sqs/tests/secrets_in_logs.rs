@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rabbitmq_to_sqs::{Handler, Settings};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;
@@ -57,7 +57,7 @@ async fn amqp_passwords_never_reach_the_logs() {
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .json()
-        .with_env_filter(sqs_forwarder::observability::with_directives(
+        .with_env_filter(sqs_forwarder::observe::with_directives(
             tracing_subscriber::EnvFilter::new("trace"),
             rabbitmq_to_sqs::broker::QUIET_AMQP,
         ))

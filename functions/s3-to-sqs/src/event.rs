@@ -22,7 +22,7 @@ use percent_encoding::percent_decode_str;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
-use sqs_forwarder::payload::{self, Misread};
+use sqs_forwarder::event_reader::{self, Misread};
 
 /// How an event reached the function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub enum EventError {
 /// The event as lambda_runtime hands it to the function, read by
 /// [`parse_json`] from the invocation's body: borrowed, not copied, and
 /// without lambda_runtime's per-field path tracking (see
-/// [`sqs_forwarder::payload`]). An event this function cannot read is kept
+/// [`sqs_forwarder::event_reader`]). An event this function cannot read is kept
 /// as its error, so that the invocation fails with the function's own
 /// `S3ToSqs.InvalidEvent` and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,7 +263,7 @@ fn parse_notification(json: &str, records: &RawValue) -> Result<Incoming, EventE
         }
     }
     // serde_json straight from the text; the path is kept only on failure.
-    let parsed: S3Event = payload::read_at(json).map_err(|e| {
+    let parsed: S3Event = event_reader::read_at(json).map_err(|e| {
         EventError::Malformed(format!("not an S3 event notification: {}", located(e)))
     })?;
     if parsed.records.is_empty() {

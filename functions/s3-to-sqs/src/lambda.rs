@@ -4,8 +4,8 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
-use sqs_forwarder::observability::Observability;
-use sqs_forwarder::startup::{self, ColdStart, StartError};
+use sqs_forwarder::observe::Observability;
+use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
 use sqs_forwarder::{Env, SqsTransport};
 
 use crate::event::Event;
@@ -25,7 +25,12 @@ impl ColdStart for Lambda {
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
-        let started = startup::start(SERVICE, settings.source_sets_group_ids()).await?;
+        let group_ids = if settings.source_sets_group_ids() {
+            sqs_forwarder::GroupIds::FromSource
+        } else {
+            sqs_forwarder::GroupIds::FromConfig
+        };
+        let started = startup::start(SERVICE, group_ids).await?;
         // Objects are read with the function's own credentials:
         // ASSUME_ROLE_ARN is for the queue only.
         let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;

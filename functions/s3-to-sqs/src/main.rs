@@ -7,11 +7,12 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use s3_to_sqs::event::Event;
 use s3_to_sqs::{HandlerError, Lambda};
 use serde_json::Value;
-use sqs_forwarder::startup;
+use sqs_forwarder::setup::startup;
 
-/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::allocator`]).
+/// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
 #[global_allocator]
-static GLOBAL: sqs_forwarder::allocator::Allocator = sqs_forwarder::allocator::ALLOCATOR;
+static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
+    sqs_forwarder::setup::allocator::ALLOCATOR;
 
 // One thread: the forwarder's calls are I/O, and a single-threaded runtime
 // spends the least CPU per record (see bench/README.md).

@@ -10,8 +10,8 @@
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use sqs_forwarder::encode::is_sqs_text;
-use sqs_forwarder::{Attribute, Message, fifo_id};
+use sqs_forwarder::message::encode::is_sqs_text;
+use sqs_forwarder::{Attribute, Message, message::fifo_id};
 
 use crate::event::ObjectEvent;
 use crate::settings::GroupBy;

@@ -152,7 +152,7 @@ pub fn decoded(raw: impl AsyncBufRead + Send + 'static, gzip: bool) -> ObjectBod
 /// S3's code and message for a failed `GetObject`, and the HTTP status
 /// when S3 answered. A service error without a code is named for its
 /// status (a `HEAD`-like 404/403/412 carries no body); anything else is
-/// read as every SDK error is ([`sqs_forwarder::codes::sdk_error_parts`]).
+/// read as every SDK error is ([`sqs_forwarder::send::codes::sdk_error_parts`]).
 fn error_parts(
     err: &SdkError<GetObjectError, aws_sdk_s3::config::http::HttpResponse>,
 ) -> (String, String, Option<u16>) {
@@ -177,7 +177,7 @@ fn error_parts(
             (code, message, Some(status))
         }
         other => {
-            let (code, message) = sqs_forwarder::codes::sdk_error_parts(other);
+            let (code, message) = sqs_forwarder::send::codes::sdk_error_parts(other);
             (code, format!("GetObject: {message}"), None)
         }
     }

@@ -2,7 +2,7 @@
 //! [`sqs_forwarder::Env`]. The shared variables (`QUEUE_URL`, ...) are read
 //! by the shared crate; these are the ones only s3-to-sqs knows.
 
-use sqs_forwarder::env::{Variable, Word};
+use sqs_forwarder::setup::env::{Variable, Word};
 use sqs_forwarder::{ConfigError, Env};
 
 /// `MODE`.

@@ -1,7 +1,7 @@
 //! What the unit tests share: a fake SQS that fails chosen entries, the
 //! entries it accepted, and a forwarder over it.
 
-use sqs_forwarder::encode::{EncodeRules, Entry};
+use sqs_forwarder::message::encode::{EncodeRules, Entry};
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Forwarder, SendSettings};
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use s3_to_sqs::lines::LineReader;
 use s3_to_sqs::{Handler, HandlerError, Settings, VARIABLES};
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::test_support::{
     BadValue, assert_bad_values_are_named, assert_every_variable_has_a_case,

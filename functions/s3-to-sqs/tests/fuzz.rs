@@ -9,7 +9,7 @@ use s3_to_sqs::event::{decode_key, parse};
 use s3_to_sqs::lines::LineReader;
 use s3_to_sqs::{Handler, Incoming, Settings};
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Forwarder, SendSettings};
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::Forwarder;
 use super::slot::{Batch, Done};
-use crate::metrics as m;
-use crate::outcome::Failure;
-use crate::transport::{BatchItem, CallError, Transport};
+use crate::call::transport::{BatchItem, CallError, Transport};
+use crate::observe::metrics as m;
+use crate::send::outcome::Failure;
 
 impl<T: Transport> Forwarder<T> {
     /// One `SendMessageBatch` call, within `timeout`.
@@ -24,7 +24,7 @@ impl<T: Transport> Forwarder<T> {
         let result = match tokio::time::timeout(timeout, self.transport.send_batch(&items)).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Failed(Failure::transient(
-                crate::codes::TIMEOUT,
+                crate::send::codes::TIMEOUT,
                 format!(
                     "no answer to SendMessageBatch within {} ms",
                     timeout.as_millis()

@@ -1,62 +1,14 @@
-//! FIFO group order within one run: which groups have a message in a call
-//! (their later messages wait, so a retry never lands after its successors),
-//! and which are blocked for the rest of the run because an earlier message
-//! ended failed-retryable and its source will deliver it again.
+//! FIFO group order within one run, as batches go out and come back: a
+//! batch's groups enter the call and leave it, and a group whose earlier
+//! message ended failed-retryable is blocked for the rest of the run (its
+//! source will deliver that message again). The state is
+//! [`Groups`](super::group_state::Groups).
 
-use std::collections::HashMap;
-
+use super::group_state::{BlockedBy, group_blocked};
 use super::run::Run;
 use super::slot::{Batch, Staging};
-use crate::outcome::{Failure, MessageOutcome, Outcome};
-use crate::transport::Transport;
-
-/// Why a FIFO group is blocked for the rest of the run.
-#[derive(Clone, Copy)]
-pub(super) enum BlockedBy {
-    /// An earlier message failed and its source will deliver it again.
-    Failed,
-    /// An earlier message's payload could not be stored in S3.
-    Offload,
-}
-
-/// The FIFO groups of one run (empty on a standard queue).
-#[derive(Default)]
-pub(super) struct Groups {
-    /// Groups with messages in a call, and how many.
-    busy: HashMap<String, usize>,
-    /// Groups whose later messages are not sent in this run.
-    blocked: HashMap<String, BlockedBy>,
-}
-
-impl Groups {
-    /// Whether a message of `group` is in a call.
-    pub fn is_busy(&self, group: &str) -> bool {
-        self.busy.contains_key(group)
-    }
-
-    /// Why `group` is blocked, if it is.
-    pub fn blocked(&self, group: &str) -> Option<BlockedBy> {
-        self.blocked.get(group).copied()
-    }
-
-    fn enter(&mut self, group: &str) {
-        match self.busy.get_mut(group) {
-            Some(n) => *n += 1,
-            None => {
-                self.busy.insert(group.to_owned(), 1);
-            }
-        }
-    }
-
-    fn leave(&mut self, group: &str) {
-        if let Some(n) = self.busy.get_mut(group) {
-            *n -= 1;
-            if *n == 0 {
-                self.busy.remove(group);
-            }
-        }
-    }
-}
+use crate::call::transport::Transport;
+use crate::send::outcome::{MessageOutcome, Outcome};
 
 impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// A batch goes into a call: its groups are busy until it comes back.
@@ -91,7 +43,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         let (true, Some(group)) = (self.fwd.rules.fifo, group) else {
             return;
         };
-        self.groups.blocked.insert(group.to_owned(), by);
+        self.groups.block(group, by);
         let later: Vec<usize> = self
             .pending
             .range(failed + 1..)
@@ -108,18 +60,4 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             }
         }
     }
-}
-
-/// The failure of a message not sent because its group is blocked.
-pub(super) fn group_blocked(group: &str, by: BlockedBy) -> Failure {
-    let what = match by {
-        BlockedBy::Failed => "failed",
-        BlockedBy::Offload => "could not be offloaded",
-    };
-    Failure::transient(
-        crate::codes::GROUP_BLOCKED,
-        format!(
-            "an earlier message of group {group:?} {what}; this one was not sent, to keep the group's order"
-        ),
-    )
 }

@@ -16,16 +16,15 @@ use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
-use super::groups::{Groups, group_blocked};
-use super::slot::{Batch, Done, Held, Slot, Staging};
-use super::stage::Put;
+use super::group_state::{Groups, group_blocked};
+use super::slot::{Batch, Done, Held, Put, Slot, Staging};
 use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
-use crate::batch::{Candidate, Picked, pick};
-use crate::encode::{Entry, prepare};
+use crate::call::transport::Transport;
 use crate::message::Message;
-use crate::metrics as m;
-use crate::outcome::{Failure, MessageOutcome, Outcome};
-use crate::transport::Transport;
+use crate::message::encode::{Entry, prepare};
+use crate::observe::metrics as m;
+use crate::send::batch::{Candidate, Picked, pick};
+use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
 pub(super) struct Run<'a, T, P, F> {
     pub fwd: &'a Forwarder<T>,
@@ -338,7 +337,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             self.settle_slot(
                 slot,
                 Outcome::Failed(Failure::transient(
-                    crate::codes::UNSCHEDULABLE,
+                    crate::send::codes::UNSCHEDULABLE,
                     "the forwarder could not schedule this message",
                 )),
                 calls,
@@ -359,7 +358,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
 
 fn deadline_exceeded() -> Outcome {
     Outcome::Failed(Failure::transient(
-        crate::codes::DEADLINE_EXCEEDED,
+        crate::send::codes::DEADLINE_EXCEEDED,
         "the invocation's deadline came before this message could be sent",
     ))
 }

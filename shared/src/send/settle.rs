@@ -8,12 +8,12 @@
 use tokio::time::Instant;
 
 use super::MIN_CALL_TIME;
-use super::groups::{BlockedBy, group_blocked};
+use super::group_state::{BlockedBy, group_blocked};
 use super::run::Run;
 use super::slot::{Batch, CallResult, Slot};
-use crate::metrics as m;
-use crate::outcome::{Failure, MessageOutcome, Outcome};
-use crate::transport::{CallError, EntryResult, Transport};
+use crate::call::transport::{CallError, EntryResult, Transport};
+use crate::observe::metrics as m;
+use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
 impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// Settle a call's entries; the retry time if any entry is retried.
@@ -73,7 +73,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                         }
                         None => {
                             let failure = Failure::transient(
-                                crate::codes::MISSING_RESULT,
+                                crate::send::codes::MISSING_RESULT,
                                 "SQS's answer did not mention this entry",
                             );
                             retried |= self.retry_or_settle(index, slot, failure, at);
@@ -87,7 +87,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                     slot.attempts -= 1;
                     if n == 1 {
                         let failure = Failure::permanent(
-                            crate::codes::BATCH_REQUEST_TOO_LONG,
+                            crate::send::codes::BATCH_REQUEST_TOO_LONG,
                             format!("SQS rejected the message alone as too long: {message}"),
                         );
                         let calls = slot.calls;

@@ -1,14 +1,15 @@
 //! What the window holds: one [`Slot`] per message read and not yet settled,
-//! the calls and puts that come back to the loop ([`Done`]), and the window's
-//! running totals ([`Held`]).
+//! the calls and puts that come back to the loop ([`Done`]), the window's
+//! running totals ([`Held`]), and the payloads waiting for their put
+//! ([`Put`]).
 
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::encode::Entry;
-use crate::outcome::Failure;
-use crate::transport::{CallError, EntryResult};
+use crate::call::transport::{CallError, EntryResult};
+use crate::message::encode::Entry;
+use crate::send::outcome::Failure;
 
 /// A message read and not yet settled.
 pub(super) struct Slot<P> {
@@ -62,4 +63,11 @@ pub(super) enum Done<P> {
 pub(super) struct Held {
     pub messages: usize,
     pub bytes: usize,
+}
+
+/// A payload waiting for its put.
+pub(super) struct Put {
+    pub index: usize,
+    pub key: String,
+    pub payload: String,
 }

@@ -11,22 +11,15 @@
 
 use tokio::time::Instant;
 
-use super::groups::BlockedBy;
+use super::group_state::BlockedBy;
 use super::run::Run;
-use super::slot::{Done, Staging};
+use super::slot::{Done, Put, Staging};
 use super::{Forwarder, MIN_CALL_TIME};
-use crate::encode::Entry;
-use crate::metrics as m;
-use crate::offload;
-use crate::outcome::{Failure, MessageOutcome, Outcome};
-use crate::transport::Transport;
-
-/// A payload waiting for its put.
-pub(super) struct Put {
-    pub index: usize,
-    key: String,
-    payload: String,
-}
+use crate::call::transport::Transport;
+use crate::message::encode::Entry;
+use crate::observe::metrics as m;
+use crate::send::offload;
+use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
 impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// Stage a message for offload: its pointer holds its place, its
@@ -35,7 +28,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         let fwd = self.fwd;
         let Some(store) = fwd.store.as_deref() else {
             let failure = Failure::transient(
-                crate::codes::OFFLOAD_NOT_CONFIGURED,
+                crate::send::codes::OFFLOAD_NOT_CONFIGURED,
                 "OVERSIZE_POLICY is offload but the forwarder has no payload store (OFFLOAD_BUCKET)",
             );
             return self.report(position, Outcome::Failed(failure), 0);
@@ -47,7 +40,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             .and_then(|pointer| {
                 if pointer.size > limit {
                     Err(Failure::permanent(
-                        crate::codes::MESSAGE_TOO_LARGE,
+                        crate::send::codes::MESSAGE_TOO_LARGE,
                         format!(
                             "even offloaded to S3 the message is {} bytes (the pointer and its attributes); the limit is {limit} bytes",
                             pointer.size
@@ -150,7 +143,7 @@ impl<T: Transport> Forwarder<T> {
     ) -> Result<(), Failure> {
         let Some(store) = self.store.as_deref() else {
             return Err(Failure::transient(
-                crate::codes::OFFLOAD_NOT_CONFIGURED,
+                crate::send::codes::OFFLOAD_NOT_CONFIGURED,
                 "OVERSIZE_POLICY is offload but the forwarder has no payload store (OFFLOAD_BUCKET)",
             ));
         };
@@ -158,7 +151,7 @@ impl<T: Transport> Forwarder<T> {
         let timeout = match deadline {
             Some(d) if d.saturating_duration_since(now) < MIN_CALL_TIME => {
                 return Err(Failure::transient(
-                    crate::codes::DEADLINE_EXCEEDED,
+                    crate::send::codes::DEADLINE_EXCEEDED,
                     "the invocation's deadline came before this message could be offloaded to S3",
                 ));
             }
@@ -171,7 +164,7 @@ impl<T: Transport> Forwarder<T> {
         match tokio::time::timeout(timeout, store.put(key, payload)).await {
             Ok(result) => result,
             Err(_) => Err(Failure::transient(
-                crate::codes::OFFLOAD_FAILED,
+                crate::send::codes::OFFLOAD_FAILED,
                 format!("no answer to PutObject within {} ms", timeout.as_millis()),
             )),
         }

@@ -28,10 +28,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use crate::encode::{Entry, SharedEntry};
+use crate::call::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
 use crate::message::AttributeValue;
-use crate::outcome::Failure;
-use crate::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use crate::message::encode::{Entry, SharedEntry};
+use crate::send::outcome::Failure;
 
 /// What the fake answers for one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -581,7 +581,7 @@ impl Transport for FakeSqs {
 mod tests {
     use super::*;
     use crate::Message;
-    use crate::encode::{EncodeRules, prepare};
+    use crate::message::encode::{EncodeRules, prepare};
 
     fn items(bodies: &[&str]) -> Vec<BatchItem> {
         bodies

@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::{Mutex, mpsc};
 
-use crate::init_error::ERROR_TYPE_HEADER;
+use crate::setup::init_error::ERROR_TYPE_HEADER;
 
 const PREFIX: &str = "/2018-06-01/runtime";
 

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use sqs_forwarder::limits::Limits;
+use sqs_forwarder::message::limits::Limits;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{OversizePolicy, SendSettings};
 

@@ -17,8 +17,8 @@ use aws_config::SdkConfig;
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_sdk_sqs::config::{BehaviorVersion, Region};
-use sqs_forwarder::encode::Entry;
-use sqs_forwarder::transport::BatchItem;
+use sqs_forwarder::call::transport::BatchItem;
+use sqs_forwarder::message::encode::Entry;
 use sqs_forwarder::{Attribute, SqsTransport};
 
 /// The access key the fake endpoint's requests are signed with.
@@ -77,9 +77,9 @@ pub fn items() -> Vec<BatchItem> {
 /// The same queue through the direct client and through aws-sdk-sqs, both
 /// built from `sdk` as the functions build them: (direct, SDK).
 pub fn both_clients(sdk: &SdkConfig, queue_url: &str) -> (SqsTransport, SqsTransport) {
-    let client = sqs_forwarder::queue::sqs_client(sdk);
+    let client = sqs_forwarder::setup::client::sqs_client(sdk);
     let direct = SqsTransport::direct(
-        sqs_forwarder::direct::DirectClient::new(sdk, &client).expect("direct client"),
+        sqs_forwarder::call::direct::DirectClient::new(sdk, &client).expect("direct client"),
         queue_url,
     );
     (direct, SqsTransport::new(client, queue_url))

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use md5::{Digest, Md5};
 use serde::Serialize;
-use sqs_forwarder::encode::is_sqs_text;
+use sqs_forwarder::message::encode::is_sqs_text;
 use sqs_forwarder::{Attribute, Body, Message};
 
 use super::{Position, attribute};
@@ -133,7 +133,7 @@ pub fn deduplication_id(
 /// A value as an SQS group or deduplication id: as it is when SQS takes it
 /// (1..=128 printable ASCII characters), else `md5-` and its hex MD5.
 pub fn sqs_id(value: &str) -> Cow<'_, str> {
-    sqs_forwarder::fifo_id::or_hashed(value, "md5-", |v| Md5::digest(v.as_bytes()))
+    sqs_forwarder::message::fifo_id::or_hashed(value, "md5-", |v| Md5::digest(v.as_bytes()))
 }
 
 /// The JSON envelope of `BODY_FORMAT=envelope`.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 pub use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Forwarder, RetryPolicy, SendSettings};
 

@@ -1,5 +1,5 @@
 use proptest::prelude::*;
-use sqs_forwarder::encode::{EncodeRules, prepare};
+use sqs_forwarder::message::encode::{EncodeRules, prepare};
 use sqs_forwarder::{Failure, Message};
 
 use super::*;

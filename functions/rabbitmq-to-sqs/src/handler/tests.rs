@@ -1,4 +1,4 @@
-use sqs_forwarder::encode::EncodeRules;
+use sqs_forwarder::message::encode::EncodeRules;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Env, SendSettings};
 

@@ -230,7 +230,7 @@ fn amqp_values_convert() {
 
 #[test]
 fn fifo_ids_sqs_would_refuse_are_hashed_and_the_message_goes() {
-    use sqs_forwarder::encode::{EncodeRules, prepare};
+    use sqs_forwarder::message::encode::{EncodeRules, prepare};
     let rules_fifo = EncodeRules {
         fifo: true,
         content_based_deduplication: Some(false),
@@ -274,7 +274,7 @@ fn fifo_ids_sqs_would_refuse_are_hashed_and_the_message_goes() {
 #[test]
 fn a_real_content_fault_is_still_refused() {
     use sqs_forwarder::BodyEncoding;
-    use sqs_forwarder::encode::{EncodeRules, prepare};
+    use sqs_forwarder::message::encode::{EncodeRules, prepare};
     let never = EncodeRules {
         body_encoding: BodyEncoding::Never,
         ..EncodeRules::default()

@@ -2,7 +2,7 @@
 //! and deduplication ids come from, which properties and headers become
 //! attributes. Each enum's configuration words are its [`Word::WORDS`].
 
-use sqs_forwarder::env::Word;
+use sqs_forwarder::setup::env::Word;
 
 /// What a message's acknowledgement promises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,7 +1,7 @@
 //! The handler against a fake SQS transport.
 
 use serde_json::{Value, json};
-use sqs_forwarder::encode::Entry;
+use sqs_forwarder::message::encode::Entry;
 use sqs_forwarder::test_support::FakeSqs;
 
 use crate::testing::{accepted_by, failing, forwarder};

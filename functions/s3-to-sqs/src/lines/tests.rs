@@ -4,9 +4,9 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use async_compression::tokio::bufread::GzipEncoder;
-use sqs_forwarder::encode::{EncodeRules, Entry};
+use sqs_forwarder::call::transport::BoxFuture;
+use sqs_forwarder::message::encode::{EncodeRules, Entry};
 use sqs_forwarder::test_support::FakeSqs;
-use sqs_forwarder::transport::BoxFuture;
 use sqs_forwarder::{Forwarder, Limits, OversizePolicy, SendSettings, Transport};
 use tokio::io::{AsyncBufRead, AsyncReadExt};
 

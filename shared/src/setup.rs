@@ -1,0 +1,20 @@
+//! Setting the forwarder up, in the order a cold start runs: the
+//! configuration read from the environment ([`config`], with
+//! [`env`](mod@env); the AWS names it holds, [`aws_names`]), the AWS
+//! settings and their credentials ([`credentials`]: the assumed role), the
+//! SQS client and the send settings ([`client`]), then the cold start that
+//! puts them together ([`startup`], a failed one reported by
+//! [`init_error`]). [`error`] holds the errors they fail with, [`allocator`]
+//! the allocator's options.
+
+#[cfg(feature = "mimalloc")]
+#[allow(unsafe_code)] // mimalloc's options are set through its C API
+pub mod allocator;
+pub mod aws_names;
+pub mod client;
+pub mod config;
+pub mod credentials;
+pub mod env;
+pub mod error;
+pub mod init_error;
+pub mod startup;

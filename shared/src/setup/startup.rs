@@ -1,0 +1,293 @@
+//! Cold start: connecting a forwarder to its queue ([`connect`] and its
+//! variants), a Lambda function's whole start ([`start`]: configuration, logs
+//! and metrics, the queue), and the `main` every function shares
+//! ([`main`], [`ColdStart`]).
+//!
+//! Every function's `main.rs` has one shape (`Lambda` is the function
+//! crate's own type: what it keeps between invocations):
+//!
+//! ```ignore
+//! #[tokio::main]
+//! async fn main() -> ExitCode {
+//!     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
+//! }
+//!
+//! async fn handler(f: &Lambda, event: LambdaEvent<Event>) -> Result<Answer, Error> {
+//!     f.handle(event).await
+//! }
+//! ```
+//!
+//! The runtime's flavor is each function's own; all four run on one thread
+//! (`#[tokio::main(flavor = "current_thread")]`): their work is I/O, and a
+//! multi-thread runtime spent more CPU handing tasks between its threads
+//! than it saved (`bench/README.md`, "What the third round changed").
+//!
+//! A start that fails is reported to Lambda's runtime API as an init error
+//! of the function's own type ([`crate::setup::init_error`]:
+//! `<ColdStart::ERROR_PREFIX>.InvalidConfiguration` or `.StartFailed`), then
+//! ends the process with [`INIT_FAILED`] (2) and the reason on stderr.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::call::SqsTransport;
+use crate::observe::{self, Observability};
+use crate::send::Forwarder;
+use crate::setup::client::sqs_client_for;
+use crate::setup::config::{Config, GroupIds};
+use crate::setup::env::Env;
+use crate::setup::error::SetupError;
+
+/// Set up a forwarder at cold start: check the configuration, load AWS
+/// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
+/// find the queue and read its limits. Under `OVERSIZE_POLICY=offload` the
+/// forwarder gets an S3 payload store for `OFFLOAD_BUCKET` (cargo feature
+/// `s3`; `AWS_ENDPOINT_URL_S3` for a local endpoint).
+///
+/// `group_ids` says whether the caller's messages carry their own FIFO group
+/// ids; if not, a FIFO target needs `MESSAGE_GROUP_ID`.
+pub async fn connect(
+    config: &Config,
+    group_ids: GroupIds,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    let (_, forwarder) = load_and_connect(config, group_ids).await?;
+    Ok(forwarder)
+}
+
+/// Like [`connect`], with AWS settings of the caller's making, used as they
+/// are (for an assumed role, pass them through
+/// [`crate::setup::credentials::assume_role`] first). The client's region is
+/// [`crate::setup::client::sqs_region`]'s. Under `OVERSIZE_POLICY=offload` the S3
+/// payload store uses the same settings ([`connect`] instead uses the
+/// function's own credentials for S3 when it assumes a role).
+pub async fn connect_sdk(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+    group_ids: GroupIds,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    config.check_group_ids(group_ids)?;
+    forwarder(sqs_client_for(sdk, config)?, Some(sdk), Some(sdk), config).await
+}
+
+/// Like [`connect`], with a client of the caller's making. It attaches no
+/// payload store: under `OVERSIZE_POLICY=offload`, add one with
+/// [`Forwarder::with_payload_store`].
+pub async fn connect_with(
+    client: aws_sdk_sqs::Client,
+    config: &Config,
+    group_ids: GroupIds,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    config.check_group_ids(group_ids)?;
+    forwarder(client, None, None, config).await
+}
+
+/// [`connect`], also returning the AWS settings it loaded: the assumed role
+/// sends to the queue; offloaded payloads go to the offload bucket with the
+/// function's own credentials, which the template grants `s3:PutObject` on
+/// its prefix.
+async fn load_and_connect(
+    config: &Config,
+    group_ids: GroupIds,
+) -> Result<(aws_config::SdkConfig, Forwarder<SqsTransport>), SetupError> {
+    config.check_group_ids(group_ids)?;
+    let sdk = crate::setup::credentials::load_sdk_config(config).await?;
+    let s3 = match (&config.assume_role, &config.offload) {
+        (Some(_), Some(_)) => {
+            aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+        }
+        _ => sdk.clone(),
+    };
+    let forwarder = forwarder(sqs_client_for(&sdk, config)?, Some(&sdk), Some(&s3), config).await?;
+    Ok((sdk, forwarder))
+}
+
+/// The steps of every start, in order: the client chosen and the queue
+/// found and read through it ([`crate::call::transport()`]), the send
+/// settings made ([`Config::send_settings`]), the forwarder built, and under
+/// `OVERSIZE_POLICY=offload` its S3 payload store attached. `sdk`: the AWS
+/// settings `client` was built from, when there are any (`SQS_CLIENT=direct`
+/// needs them); `s3`: those of the payload store (none: no store).
+async fn forwarder(
+    client: aws_sdk_sqs::Client,
+    sdk: Option<&aws_config::SdkConfig>,
+    s3: Option<&aws_config::SdkConfig>,
+    config: &Config,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    let region = client.config().region().cloned();
+    let (transport, queue) =
+        crate::call::transport(client, sdk, config.sqs_client, &config.queue).await?;
+    let (settings, rules) = config.send_settings(&queue);
+    tracing::info!(
+        queue = %queue.url,
+        region = ?region,
+        fifo = queue.fifo,
+        max_message_bytes = settings.limits.max_message_bytes,
+        queue_max_message_bytes = ?queue.max_message_bytes,
+        max_request_bytes = settings.limits.max_request_bytes,
+        offload_bucket = config.offload.as_ref().map(|o| o.bucket.as_str()),
+        offload_threshold = config
+            .offload
+            .as_ref()
+            .map(|o| o.settings.threshold_for(settings.limits.largest_message())),
+        offload_always = config.offload.as_ref().is_some_and(|o| o.settings.always),
+        "forwarder ready"
+    );
+    let forwarder = Forwarder::new(transport, settings, rules);
+    match s3 {
+        Some(s3) => with_offload_store(forwarder, s3, config),
+        None => Ok(forwarder),
+    }
+}
+
+/// Under `OVERSIZE_POLICY=offload`, `forwarder` with an S3 payload store for
+/// `OFFLOAD_BUCKET`, its client made from `sdk`.
+fn with_offload_store(
+    forwarder: Forwarder<SqsTransport>,
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    #[cfg(not(feature = "s3"))]
+    let _ = sdk;
+    match &config.offload {
+        None => Ok(forwarder),
+        #[cfg(feature = "s3")]
+        Some(o) => Ok(
+            forwarder.with_payload_store(crate::send::offload::S3PayloadStore::new(
+                crate::send::offload::s3_client(sdk, o.force_path_style),
+                o.bucket.clone(),
+            )),
+        ),
+        #[cfg(not(feature = "s3"))]
+        Some(_) => Err(SetupError::Config(crate::setup::error::ConfigError::new(
+            "OVERSIZE_POLICY",
+            "offload",
+            "fail or drop: this build of sqs-forwarder has no S3 support (cargo feature s3)",
+        ))),
+    }
+}
+
+/// What a function keeps between invocations.
+#[derive(Debug)]
+pub struct Started {
+    /// The shared configuration.
+    pub config: Config,
+    /// The forwarder to the target queue.
+    pub forwarder: Forwarder<SqsTransport>,
+    /// Logs and metrics.
+    pub observability: Observability,
+    /// The AWS settings the SQS client was built from (the function's
+    /// credentials, or the role's from `ASSUME_ROLE_ARN`), for any other
+    /// client the function needs to act as the same principal.
+    pub sdk: aws_config::SdkConfig,
+}
+
+impl Started {
+    /// The margin kept before the Lambda deadline.
+    pub fn margin(&self) -> Duration {
+        self.config.deadline_margin
+    }
+}
+
+/// Read the shared configuration, install logs and metrics (the metrics
+/// carry `service` as their `Service` dimension), and connect to the queue.
+/// `group_ids`: whether this function's messages carry their own FIFO group
+/// ids.
+pub async fn start(service: &str, group_ids: GroupIds) -> Result<Started, SetupError> {
+    let config = Config::from_env()?;
+    start_with(config, service, group_ids).await
+}
+
+/// [`start`] with a configuration the caller has read.
+pub async fn start_with(
+    config: Config,
+    service: &str,
+    group_ids: GroupIds,
+) -> Result<Started, SetupError> {
+    #[cfg(feature = "mimalloc")]
+    crate::setup::allocator::configure();
+    let observability = observe::init(config.log_format, &config.metrics_namespace, service);
+    let (sdk, forwarder) = load_and_connect(&config, group_ids).await?;
+    Ok(Started {
+        config,
+        forwarder,
+        observability,
+        sdk,
+    })
+}
+
+/// Why a function could not start: its own settings, the shared start, or
+/// what it builds on them.
+pub type StartError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The exit code of a failed cold start, the same for every function.
+pub const INIT_FAILED: u8 = 2;
+
+/// A Lambda function: what it builds at cold start and keeps between
+/// invocations.
+pub trait ColdStart: Sized + Sync + 'static {
+    /// The service name: the `Service` dimension of the metrics and the
+    /// prefix of a failed start's message.
+    const SERVICE: &'static str;
+
+    /// The prefix of the function's Lambda error types (`S3ToSqs`): every
+    /// `errorType` it reports is `<prefix>.<kind>`, a failed start's
+    /// included ([`crate::setup::init_error`]).
+    const ERROR_PREFIX: &'static str;
+
+    /// Log directives (`target=level`) held whatever `RUST_LOG` says, for a
+    /// dependency that logs what must not be shown; [`main`] adds them
+    /// before anything installs the log filter
+    /// ([`observe::add_directives`]).
+    const LOG_DIRECTIVES: &'static [&'static str] = &[];
+
+    /// Read the function's own settings from `env`, then the shared start
+    /// ([`start`]), and build the function. A bad value fails naming the
+    /// variable, the value and what is allowed.
+    fn cold_start(env: &Env) -> impl Future<Output = Result<Self, StartError>>;
+}
+
+/// The `main` of every function: start `F` from the process environment,
+/// then hand it to `run` (the Lambda runtime's loop) for the rest of the
+/// process's life.
+///
+/// A start that fails logs why, prints `<service>: cannot start: <reason>`
+/// to stderr, reports the reason to the runtime API as an init error
+/// (`<prefix>.InvalidConfiguration` for a bad value, `<prefix>.StartFailed`
+/// otherwise; only when `AWS_LAMBDA_RUNTIME_API` is set) and ends with
+/// [`INIT_FAILED`]. A runtime that stops with an error ends with exit code 1.
+pub async fn main<F, R, E>(run: impl FnOnce(&'static F) -> R) -> ExitCode
+where
+    F: ColdStart,
+    R: Future<Output = Result<(), E>>,
+    E: Display,
+{
+    observe::add_directives(F::LOG_DIRECTIVES);
+    let function = match F::cold_start(&Env::process()).await {
+        // Kept for the life of the process, as the runtime's loop is.
+        Ok(f) => Box::leak(Box::new(f)),
+        Err(e) => {
+            let error_type = crate::setup::init_error::error_type(F::ERROR_PREFIX, &*e);
+            tracing::error!(error = %e, error_type, "cold start failed");
+            eprintln!("{}: cannot start: {e}", F::SERVICE);
+            if let Ok(api) = std::env::var("AWS_LAMBDA_RUNTIME_API") {
+                let message = e.to_string();
+                if let Err(why) =
+                    crate::setup::init_error::report(&api, &error_type, &message).await
+                {
+                    eprintln!("{}: cannot report the init error: {why}", F::SERVICE);
+                }
+            }
+            return ExitCode::from(INIT_FAILED);
+        }
+    };
+    match run(function).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "the Lambda runtime stopped");
+            eprintln!("{}: {e}", F::SERVICE);
+            ExitCode::FAILURE
+        }
+    }
+}
