@@ -49,11 +49,7 @@ async fn handler(
     let settings = Settings::from_env(&Env::from_pairs(&function)).expect("valid settings");
     let mut vars = vec![("QUEUE_URL", url)];
     vars.extend_from_slice(shared);
-    let group_ids = if settings.source_sets_group_ids() {
-        sqs_forwarder::GroupIds::FromSource
-    } else {
-        sqs_forwarder::GroupIds::FromConfig
-    };
+    let group_ids = sqs_forwarder::GroupIds::from_source(settings.source_sets_group_ids());
     let forwarder = connect(&config(&vars), group_ids).await;
     Handler::new(settings, forwarder, s3())
 }
@@ -687,11 +683,7 @@ async fn a_hundred_thousand_lines_each_reach_sqs_once() {
     let forwarder = connect_with(
         sqs.client(),
         &config(&[("QUEUE_URL", &sqs.queue_url())]),
-        if settings.source_sets_group_ids() {
-            sqs_forwarder::GroupIds::FromSource
-        } else {
-            sqs_forwarder::GroupIds::FromConfig
-        },
+        sqs_forwarder::GroupIds::from_source(settings.source_sets_group_ids()),
     )
     .await
     .expect("connect");

@@ -88,11 +88,9 @@ async fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return cannot_start(&e),
     };
-    let group_ids = if kinesis.source_sets_group_ids() && s3.source_sets_group_ids() {
-        sqs_forwarder::GroupIds::FromSource
-    } else {
-        sqs_forwarder::GroupIds::FromConfig
-    };
+    let group_ids = sqs_forwarder::GroupIds::from_source(
+        kinesis.source_sets_group_ids() && s3.source_sets_group_ids(),
+    );
     let started = match startup::start_with(config, SERVICE, group_ids).await {
         Ok(s) => s,
         Err(e) => return cannot_start(&e),

@@ -97,11 +97,7 @@ async fn main() -> ExitCode {
         }
     }
     // The example's messages carry their own group ids when the file has them.
-    let group_ids = if messages.iter().all(|m| m.group_id.is_some()) {
-        GroupIds::FromSource
-    } else {
-        GroupIds::FromConfig
-    };
+    let group_ids = GroupIds::from_source(messages.iter().all(|m| m.group_id.is_some()));
     let forwarder = match connect(&config, group_ids).await {
         Ok(f) => f,
         Err(e) => {

@@ -26,11 +26,7 @@ impl ColdStart for Lambda {
 
     async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
         let settings = Settings::from_env(env)?;
-        let group_ids = if settings.source_sets_group_ids() {
-            sqs_forwarder::GroupIds::FromSource
-        } else {
-            sqs_forwarder::GroupIds::FromConfig
-        };
+        let group_ids = sqs_forwarder::GroupIds::from_source(settings.source_sets_group_ids());
         let started = startup::start(SERVICE, group_ids).await?;
         Ok(Lambda {
             margin: started.margin(),

@@ -41,6 +41,18 @@ pub enum GroupIds {
     FromConfig,
 }
 
+impl GroupIds {
+    /// [`GroupIds::FromSource`] when the source's settings give its
+    /// messages group ids (`sets`), else [`GroupIds::FromConfig`].
+    pub fn from_source(sets: bool) -> Self {
+        if sets {
+            GroupIds::FromSource
+        } else {
+            GroupIds::FromConfig
+        }
+    }
+}
+
 /// A role to send as (`ASSUME_ROLE_ARN`): its temporary credentials sign
 /// every SQS call (and the S3 calls of a function that reads objects).
 #[derive(Debug, Clone, PartialEq, Eq)]
