@@ -20,6 +20,7 @@ use crate::call::queue::QueueTarget;
 use crate::call::queue::{QueueInfo, attribute_names, attributes_refused, queue_info};
 use crate::call::transport::CallError;
 use crate::send::outcome::Failure;
+use crate::send::retry::RetryPolicy;
 use crate::setup::error::SetupError;
 
 use super::DirectClient;
@@ -28,10 +29,13 @@ use super::DirectClient;
 pub const GET_QUEUE_URL: &str = "AmazonSQS.GetQueueUrl";
 /// `X-Amz-Target` of `GetQueueAttributes`.
 pub const GET_QUEUE_ATTRIBUTES: &str = "AmazonSQS.GetQueueAttributes";
-/// Attempts of a start-up call (the SDK's standard retry mode).
-const ATTEMPTS: u32 = 3;
-/// The first backoff's upper bound (the SDK's standard retry mode).
-const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// A start-up call's retries, as the SDK's standard retry mode makes them:
+/// three attempts, full-jitter waits of at most 1 s, then 2 s.
+const STARTUP_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: 3,
+    base_delay: Duration::from_secs(1),
+    max_delay: Duration::from_secs(2),
+};
 
 #[derive(Deserialize)]
 struct QueueUrlAnswer {
@@ -61,7 +65,7 @@ fn parts(e: CallError) -> (String, String) {
 
 impl DirectClient {
     /// `operation` (to `target`, with `body`) within the call timeout,
-    /// tried up to [`ATTEMPTS`] times while it fails retryably.
+    /// tried as [`STARTUP_RETRY`] says while it fails retryably.
     async fn startup_call(
         &self,
         operation: &str,
@@ -73,10 +77,11 @@ impl DirectClient {
         loop {
             let call = self.post(operation, target, body.clone());
             match self.bounded(operation, call).await {
-                Err(CallError::Failed(f)) if f.retryable && attempt < ATTEMPTS => {
-                    let cap = FIRST_BACKOFF * 2u32.pow(attempt - 1);
+                Err(CallError::Failed(f))
+                    if f.retryable && attempt < STARTUP_RETRY.max_attempts =>
+                {
                     tracing::debug!(operation, code = %f.code, attempt, "start-up call failed; trying again");
-                    tokio::time::sleep(cap.mul_f64(fastrand::f64())).await;
+                    tokio::time::sleep(STARTUP_RETRY.backoff(attempt)).await;
                     attempt += 1;
                 }
                 other => return other,
