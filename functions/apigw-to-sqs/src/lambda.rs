@@ -3,39 +3,49 @@
 //! after each.
 
 use lambda_http::{Body, Request, Response};
-use sqs_forwarder::observe::Observability;
-use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
-use sqs_forwarder::{Env, SqsTransport};
+use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
+use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
 use crate::{Handler, SERVICE, Settings};
 
 /// What the function keeps between invocations.
 pub struct Lambda {
     handler: Handler<SqsTransport>,
-    observability: Observability,
+    kept: Kept,
 }
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
+    type Settings = Settings;
 
-    async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
-        let settings = Settings::from_env(env)?;
-        // Group ids come from the X-Message-Group-Id header.
-        let started = startup::start(SERVICE, sqs_forwarder::GroupIds::FromSource).await?;
+    fn settings(env: &Env) -> Result<Settings, ConfigError> {
+        Settings::from_env(env)
+    }
+
+    /// Group ids come from the `X-Message-Group-Id` header.
+    fn group_ids(_: &Settings) -> GroupIds {
+        GroupIds::FromSource
+    }
+
+    async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         Ok(Lambda {
+            kept: started.kept(),
             handler: Handler::new(settings, started.forwarder, started.config.deadline_margin),
-            observability: started.observability,
         })
     }
 }
 
 impl Lambda {
     /// Answer one request (the deadline is the request context's, less
-    /// `DEADLINE_MARGIN_MS`).
-    pub async fn invoke(&self, request: Request) -> Response<Body> {
+    /// `DEADLINE_MARGIN_MS`). Every request gets an answer: nothing fails
+    /// the invocation.
+    pub async fn invoke(
+        &self,
+        request: Request,
+    ) -> Result<Response<Body>, std::convert::Infallible> {
         let response = self.handler.handle(request).await;
-        self.observability.flush();
-        response
+        self.kept.flush();
+        Ok(response)
     }
 }

@@ -1,12 +1,11 @@
 //! apigw-to-sqs's Lambda entry point: [`Lambda`] started once, then one
-//! [`invoke`] call per request. See the crate docs.
+//! [`Lambda::invoke`] call per request. See the crate docs.
 
-use std::convert::Infallible;
 use std::process::ExitCode;
 
 use apigw_to_sqs::Lambda;
 use apigw_to_sqs::event::RefuseUndecodable;
-use lambda_http::{Adapter, Body, Request, Response, lambda_runtime, service_fn};
+use lambda_http::{Adapter, lambda_runtime, service_fn};
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -24,12 +23,8 @@ async fn main() -> ExitCode {
     // and fail the invocation on the last); a host or scheme that cannot
     // form a URI is left out of it (see `apigw_to_sqs::event`).
     startup::main(|f: &'static Lambda| {
-        let service = Adapter::from(service_fn(|r| invoke(f, r)));
+        let service = Adapter::from(service_fn(|r| f.invoke(r)));
         lambda_runtime::run(RefuseUndecodable::new(service))
     })
     .await
-}
-
-async fn invoke(lambda: &Lambda, request: Request) -> Result<Response<Body>, Infallible> {
-    Ok(lambda.invoke(request).await)
 }

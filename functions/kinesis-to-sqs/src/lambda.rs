@@ -3,9 +3,8 @@
 //! after each.
 
 use lambda_runtime::LambdaEvent;
-use sqs_forwarder::observe::Observability;
-use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
-use sqs_forwarder::{Env, SqsTransport};
+use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
+use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
 use sqs_forwarder::event_reader::Checked;
 
@@ -16,22 +15,26 @@ use crate::{Handler, InvocationError, SERVICE, Settings};
 #[derive(Debug)]
 pub struct Lambda {
     handler: Handler<SqsTransport>,
-    observability: Observability,
-    margin: std::time::Duration,
+    kept: Kept,
 }
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
+    type Settings = Settings;
 
-    async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
-        let settings = Settings::from_env(env)?;
-        let group_ids = sqs_forwarder::GroupIds::from_source(settings.source_sets_group_ids());
-        let started = startup::start(SERVICE, group_ids).await?;
+    fn settings(env: &Env) -> Result<Settings, ConfigError> {
+        Settings::from_env(env)
+    }
+
+    fn group_ids(settings: &Settings) -> GroupIds {
+        GroupIds::from_source(settings.source_sets_group_ids())
+    }
+
+    async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         Ok(Lambda {
-            margin: started.margin(),
+            kept: started.kept(),
             handler: Handler::new(settings, started.forwarder),
-            observability: started.observability,
         })
     }
 }
@@ -41,31 +44,34 @@ impl Lambda {
     /// `DEADLINE_MARGIN_MS`) and answer which records Lambda must deliver
     /// again. An event that cannot be read fails the invocation
     /// (`KinesisToSqs.InvalidEvent`) before anything is sent.
+    ///
+    /// The error stays an [`InvocationError`], whose `Into<Diagnostic>`
+    /// gives Lambda its `errorType`: boxed into `lambda_runtime::Error`, it
+    /// would be reported by its Rust type's name.
     pub async fn invoke(
         &self,
         event: LambdaEvent<Checked<Incoming>>,
     ) -> Result<KinesisEventResponse, InvocationError> {
         let LambdaEvent { payload, context } = event;
         let event = match payload.0 {
-            Ok(incoming) => LambdaEvent::new(KinesisEvent::from(incoming), context),
+            Ok(incoming) => KinesisEvent::from(incoming),
             Err(why) => {
                 let error = InvocationError::InvalidEvent(why);
                 tracing::error!(error = %error, "failing the invocation");
-                self.observability.flush();
+                self.kept.flush();
                 return Err(error);
             }
         };
-        let deadline =
-            sqs_forwarder::deadline_from_epoch_millis(event.context.deadline, self.margin);
+        let deadline = self.kept.deadline(context.deadline);
         tracing::debug!(
-            deadline_ms = event.context.deadline,
+            deadline_ms = context.deadline,
             left_ms = deadline
                 .saturating_duration_since(tokio::time::Instant::now())
                 .as_millis() as u64,
             "invocation"
         );
-        let answer = self.handler.handle(event.payload, Some(deadline)).await;
-        self.observability.flush();
+        let answer = self.handler.handle(event, Some(deadline)).await;
+        self.kept.flush();
         Ok(answer?)
     }
 }

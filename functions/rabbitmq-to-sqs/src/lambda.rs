@@ -4,16 +4,15 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
-use sqs_forwarder::observe::Observability;
-use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
-use sqs_forwarder::{Env, SqsTransport};
+use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
+use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
 use crate::{Handler, HandlerError, SERVICE, Settings};
 
 /// What the function keeps between invocations.
 pub struct Lambda {
     handler: Handler<SqsTransport>,
-    observability: Observability,
+    kept: Kept,
 }
 
 impl ColdStart for Lambda {
@@ -21,13 +20,20 @@ impl ColdStart for Lambda {
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
     // Before any connection: the AMQP client's frame dumps hold the login.
     const LOG_DIRECTIVES: &'static [&'static str] = crate::broker::QUIET_AMQP;
+    type Settings = Settings;
 
-    async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
-        // This function's own settings first (no network needed).
-        let settings = Settings::from_env(env)?;
-        // Group ids always come from the messages (routing key, header or
-        // the queue name), so a FIFO target needs no MESSAGE_GROUP_ID.
-        let started = startup::start(SERVICE, sqs_forwarder::GroupIds::FromSource).await?;
+    /// This function's own settings come first (no network needed).
+    fn settings(env: &Env) -> Result<Settings, ConfigError> {
+        Settings::from_env(env)
+    }
+
+    /// Group ids always come from the messages (routing key, header or the
+    /// queue name), so a FIFO target needs no `MESSAGE_GROUP_ID`.
+    fn group_ids(_: &Settings) -> GroupIds {
+        GroupIds::FromSource
+    }
+
+    async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         let secrets_client = match settings
             .broker
             .as_ref()
@@ -39,17 +45,18 @@ impl ColdStart for Lambda {
             }
             None => None,
         };
-        let margin = started.margin();
-        let handler = Handler::new(settings, started.forwarder, margin, secrets_client)?;
-        Ok(Lambda {
-            handler,
-            observability: started.observability,
-        })
+        let kept = started.kept();
+        let handler = Handler::new(settings, started.forwarder, kept.margin(), secrets_client)?;
+        Ok(Lambda { handler, kept })
     }
 }
 
 impl Lambda {
     /// One invocation, until its deadline (less the margins).
+    ///
+    /// The error stays a [`HandlerError`], whose `Into<Diagnostic>` gives
+    /// Lambda its `errorType` (`RabbitmqToSqs.BadEvent`, ...): boxed into
+    /// `lambda_runtime::Error`, it would be reported by its Rust type's name.
     pub async fn invoke(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
         // Boxed: the poll's future is deep (lapin, the SQS SDK), too deep for
         // the compiler's layout query when inlined into the runtime's.
@@ -57,7 +64,7 @@ impl Lambda {
         if let Err(e) = &result {
             tracing::error!(error = %e, "invocation failed");
         }
-        self.observability.flush();
+        self.kept.flush();
         result
     }
 }

@@ -1,13 +1,11 @@
 //! rabbitmq-to-sqs's Lambda entry point: [`Lambda`] started once, then one
-//! [`invoke`] call per invocation (a scheduled poll of RabbitMQ, or an
-//! Amazon MQ `aws:rmq` batch). See the crate docs and the README.
+//! [`Lambda::invoke`] call per invocation (a scheduled poll of RabbitMQ, or
+//! an Amazon MQ `aws:rmq` batch). See the crate docs and the README.
 
 use std::process::ExitCode;
 
-use lambda_runtime::{LambdaEvent, service_fn};
-use rabbitmq_to_sqs::HandlerError;
+use lambda_runtime::service_fn;
 use rabbitmq_to_sqs::Lambda;
-use serde_json::Value;
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -20,12 +18,5 @@ static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
 // runtime spends the least CPU per message (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| invoke(f, e)))).await
-}
-
-/// The error stays a [`HandlerError`], whose `Into<Diagnostic>` gives
-/// Lambda its `errorType` (`RabbitmqToSqs.BadEvent`, ...): boxed into
-/// `lambda_runtime::Error`, it would be reported by its Rust type's name.
-async fn invoke(lambda: &Lambda, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
-    lambda.invoke(event).await
+    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| f.invoke(e)))).await
 }

@@ -4,9 +4,8 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
-use sqs_forwarder::observe::Observability;
-use sqs_forwarder::setup::startup::{self, ColdStart, StartError};
-use sqs_forwarder::{Env, SqsTransport};
+use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
+use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
 use crate::event::Event;
 use crate::{Handler, HandlerError, SERVICE, Settings, reader_sdk, s3_client};
@@ -15,26 +14,30 @@ use crate::{Handler, HandlerError, SERVICE, Settings, reader_sdk, s3_client};
 #[derive(Debug)]
 pub struct Lambda {
     handler: Handler<SqsTransport>,
-    observability: Observability,
-    margin: std::time::Duration,
+    kept: Kept,
 }
 
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
+    type Settings = Settings;
 
-    async fn cold_start(env: &Env<'_>) -> Result<Self, StartError> {
-        let settings = Settings::from_env(env)?;
-        let group_ids = sqs_forwarder::GroupIds::from_source(settings.source_sets_group_ids());
-        let started = startup::start(SERVICE, group_ids).await?;
+    fn settings(env: &Env) -> Result<Settings, ConfigError> {
+        Settings::from_env(env)
+    }
+
+    fn group_ids(settings: &Settings) -> GroupIds {
+        GroupIds::from_source(settings.source_sets_group_ids())
+    }
+
+    async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         // Objects are read with the function's own credentials:
         // ASSUME_ROLE_ARN is for the queue only.
         let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;
         let s3 = s3_client(&reader, settings.s3_force_path_style);
         Ok(Lambda {
-            margin: started.margin(),
+            kept: started.kept(),
             handler: Handler::new(settings, started.forwarder, s3),
-            observability: started.observability,
         })
     }
 }
@@ -42,14 +45,20 @@ impl ColdStart for Lambda {
 impl Lambda {
     /// Forward one event before the invocation's deadline (less
     /// `DEADLINE_MARGIN_MS`); the answer is the event's [`crate::Report`].
+    ///
+    /// The event is read as [`Event`]: borrowed from the invocation's body,
+    /// by serde_json without lambda_runtime's per-field path tracking. The
+    /// error stays a [`HandlerError`], whose `Into<Diagnostic>` gives Lambda
+    /// its `errorType` (`S3ToSqs.InvalidEvent`, `S3ToSqs.NotForwarded`):
+    /// boxed into `lambda_runtime::Error`, it would be reported by its Rust
+    /// type's name.
     pub async fn invoke(&self, event: LambdaEvent<Event>) -> Result<Value, HandlerError> {
-        let deadline =
-            sqs_forwarder::deadline_from_epoch_millis(event.context.deadline, self.margin);
+        let deadline = self.kept.deadline(event.context.deadline);
         let result = self
             .handler
             .handle_read(event.payload.0, Some(deadline))
             .await;
-        self.observability.flush();
+        self.kept.flush();
         result.map(|report| serde_json::to_value(report).unwrap_or(Value::Null))
     }
 }

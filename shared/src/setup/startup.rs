@@ -4,18 +4,20 @@
 //! ([`main`], [`ColdStart`]).
 //!
 //! Every function's `main.rs` has one shape (`Lambda` is the function
-//! crate's own type: what it keeps between invocations):
+//! crate's own type: what it keeps between invocations, a [`ColdStart`]):
 //!
 //! ```ignore
-//! #[tokio::main]
+//! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> ExitCode {
-//!     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| handler(f, e)))).await
-//! }
-//!
-//! async fn handler(f: &Lambda, event: LambdaEvent<Event>) -> Result<Answer, Error> {
-//!     f.handle(event).await
+//!     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| f.invoke(e)))).await
 //! }
 //! ```
+//!
+//! and its cold start one order, which [`main`] runs: the function's own
+//! settings ([`ColdStart::settings`]), the shared start ([`start`], with
+//! [`ColdStart::group_ids`]), then the function built on both
+//! ([`ColdStart::build`]), keeping the forwarder in its handler and the rest
+//! in [`Kept`].
 //!
 //! The runtime's flavor is each function's own; all four run on one thread
 //! (`#[tokio::main(flavor = "current_thread")]`): their work is I/O, and a
@@ -38,7 +40,7 @@ use crate::send::Forwarder;
 use crate::setup::client::sqs_client_for;
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
-use crate::setup::error::SetupError;
+use crate::setup::error::{ConfigError, SetupError};
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
 /// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
@@ -188,6 +190,41 @@ impl Started {
     pub fn margin(&self) -> Duration {
         self.config.deadline_margin
     }
+
+    /// What a function keeps beside its handler (see [`Kept`]).
+    pub fn kept(&self) -> Kept {
+        Kept {
+            observability: self.observability,
+            margin: self.margin(),
+        }
+    }
+}
+
+/// What every function keeps between invocations beside its handler: the
+/// margin kept before each invocation's deadline, and the metrics flushed
+/// after each.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept {
+    observability: Observability,
+    margin: Duration,
+}
+
+impl Kept {
+    /// The time to stop by: the invocation's deadline (milliseconds since
+    /// the epoch, as the runtime API gives it) less the margin.
+    pub fn deadline(&self, deadline_epoch_ms: u64) -> tokio::time::Instant {
+        crate::send::deadline_from_epoch_millis(deadline_epoch_ms, self.margin)
+    }
+
+    /// The margin kept before the Lambda deadline (`DEADLINE_MARGIN_MS`).
+    pub fn margin(&self) -> Duration {
+        self.margin
+    }
+
+    /// Write the invocation's metrics (one EMF line), after each invocation.
+    pub fn flush(&self) {
+        self.observability.flush();
+    }
 }
 
 /// Read the shared configuration, install logs and metrics (the metrics
@@ -242,10 +279,31 @@ pub trait ColdStart: Sized + Sync + 'static {
     /// ([`observe::add_directives`]).
     const LOG_DIRECTIVES: &'static [&'static str] = &[];
 
-    /// Read the function's own settings from `env`, then the shared start
-    /// ([`start`]), and build the function. A bad value fails naming the
-    /// variable, the value and what is allowed.
-    fn cold_start(env: &Env) -> impl Future<Output = Result<Self, StartError>>;
+    /// The function's own settings, read before anything else.
+    type Settings;
+
+    /// Read the function's own settings from `env`. A bad value fails
+    /// naming the variable, the value and what is allowed.
+    fn settings(env: &Env) -> Result<Self::Settings, ConfigError>;
+
+    /// Whether the function's messages carry their own FIFO group ids
+    /// under these settings (if not, a FIFO target needs
+    /// `MESSAGE_GROUP_ID`).
+    fn group_ids(settings: &Self::Settings) -> GroupIds;
+
+    /// Build the function on its settings and the shared start.
+    fn build(
+        settings: Self::Settings,
+        started: Started,
+    ) -> impl Future<Output = Result<Self, StartError>>;
+}
+
+/// A function's whole cold start: its settings, the shared start ([`start`]),
+/// then [`ColdStart::build`].
+pub async fn cold_start<F: ColdStart>(env: &Env<'_>) -> Result<F, StartError> {
+    let settings = F::settings(env)?;
+    let started = start(F::SERVICE, F::group_ids(&settings)).await?;
+    F::build(settings, started).await
 }
 
 /// The `main` of every function: start `F` from the process environment,
@@ -264,7 +322,7 @@ where
     E: Display,
 {
     observe::add_directives(F::LOG_DIRECTIVES);
-    let function = match F::cold_start(&Env::process()).await {
+    let function = match cold_start::<F>(&Env::process()).await {
         // Kept for the life of the process, as the runtime's loop is.
         Ok(f) => Box::leak(Box::new(f)),
         Err(e) => {
