@@ -37,7 +37,7 @@ use std::time::Duration;
 use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
 use crate::send::Forwarder;
-use crate::setup::client::sqs_client_for;
+use crate::setup::client::{SqsClientFor, sqs_client_for};
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
@@ -96,9 +96,7 @@ async fn load_and_connect(
     config.check_group_ids(group_ids)?;
     let sdk = crate::setup::credentials::load_sdk_config(config).await?;
     let s3 = match (&config.assume_role, &config.offload) {
-        (Some(_), Some(_)) => {
-            aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
-        }
+        (Some(_), Some(_)) => crate::setup::credentials::own_sdk_config().await,
         _ => sdk.clone(),
     };
     let forwarder = forwarder(sqs_client_for(&sdk, config)?, Some(&sdk), Some(&s3), config).await?;
@@ -112,12 +110,13 @@ async fn load_and_connect(
 /// settings `client` was built from, when there are any (`SQS_CLIENT=direct`
 /// needs them); `s3`: those of the payload store (none: no store).
 async fn forwarder(
-    client: aws_sdk_sqs::Client,
+    client: impl Into<SqsClientFor>,
     sdk: Option<&aws_config::SdkConfig>,
     s3: Option<&aws_config::SdkConfig>,
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    let region = client.config().region().cloned();
+    let client = client.into();
+    let region = client.region().map(str::to_owned);
     let (transport, queue) =
         crate::call::transport(client, sdk, config.sqs_client, &config.queue).await?;
     let (settings, rules) = config.send_settings(&queue);
@@ -155,12 +154,13 @@ fn with_offload_store(
     match &config.offload {
         None => Ok(forwarder),
         #[cfg(feature = "s3")]
-        Some(o) => Ok(
-            forwarder.with_payload_store(crate::send::offload::S3PayloadStore::new(
-                crate::send::offload::s3_client(sdk, o.force_path_style),
+        Some(o) => Ok(forwarder.with_payload_store(
+            crate::send::offload::S3PayloadStore::on_first_use(
+                sdk,
+                o.force_path_style,
                 o.bucket.clone(),
-            )),
-        ),
+            ),
+        )),
         #[cfg(not(feature = "s3"))]
         Some(_) => Err(SetupError::Config(crate::setup::error::ConfigError::new(
             "OVERSIZE_POLICY",
