@@ -35,7 +35,7 @@
 //!   example, which also accepts the SDK's own request.
 //! * **HTTP**: hyper-util's pooled client (keep-alive, HTTP/1.1), rustls
 //!   with aws-lc-rs and the system's roots for `https`, as the SDK's default
-//!   client; its connect timeout is the SDK configuration's (3.1 s by
+//!   client (read from the one bundle file when there is one, [`roots`]); its connect timeout is the SDK configuration's (3.1 s by
 //!   default). No retries at this level, as the SDK client has them off
 //!   (the forwarder retries per entry itself), but for a clock-skew refusal
 //!   (below); `CALL_TIMEOUT_MS` bounds each call from outside, as for the
@@ -62,6 +62,7 @@ pub mod credentials_cache;
 mod discover;
 pub mod headers;
 pub mod proxy;
+mod roots;
 mod sign;
 pub mod skew;
 pub mod wire;
