@@ -114,44 +114,36 @@ fn store(ders: Vec<CertificateDer<'static>>) -> (RootCertStore, usize) {
 /// as `TRUSTED CERTIFICATE`, and text between blocks are skipped), and the
 /// number of blocks whose base64 did not decode or that had no end line.
 fn pem_certificates(text: &[u8]) -> (Vec<CertificateDer<'static>>, usize) {
+    let begin = memchr::memmem::Finder::new(BEGIN);
+    let end = memchr::memmem::Finder::new(END);
     let mut out = Vec::new();
     let mut bad = 0;
     let mut rest = text;
     let mut base64 = Vec::with_capacity(4096);
-    while let Some(at) = find(rest, BEGIN) {
-        let after = &rest[at + BEGIN.len()..];
-        let Some(end) = find(after, END) else {
+    while let Some(at) = begin.find(rest) {
+        let after = rest.get(at + BEGIN.len()..).unwrap_or_default();
+        let Some(stop) = end.find(after) else {
             bad += 1;
             break;
         };
+        let body = after.get(..stop).unwrap_or_default();
+        // The block's lines, each without its surrounding whitespace (line
+        // breaks, `\r`), put together and decoded at once.
         base64.clear();
-        base64.extend(
-            after[..end]
-                .iter()
-                .copied()
-                .filter(|b| !b.is_ascii_whitespace()),
-        );
+        let mut from = 0;
+        for newline in memchr::memchr_iter(b'\n', body).chain([body.len()]) {
+            if let Some(line) = body.get(from..newline) {
+                base64.extend_from_slice(line.trim_ascii());
+            }
+            from = newline + 1;
+        }
         match base64::engine::general_purpose::STANDARD.decode(&base64) {
             Ok(der) if !der.is_empty() => out.push(CertificateDer::from(der)),
             _ => bad += 1,
         }
-        rest = &after[end + END.len()..];
+        rest = after.get(stop + END.len()..).unwrap_or_default();
     }
     (out, bad)
-}
-
-/// Where `needle` first starts in `haystack`: a scan for its first byte
-/// (a `-`, which base64 text does not hold), then a comparison there.
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    let first = *needle.first()?;
-    let mut from = 0;
-    loop {
-        let at = from + haystack.get(from..)?.iter().position(|&b| b == first)?;
-        if haystack.get(at..)?.starts_with(needle) {
-            return Some(at);
-        }
-        from = at + 1;
-    }
 }
 
 #[cfg(test)]
