@@ -52,7 +52,7 @@ pub fn sqs_client_for(
 ) -> Result<SqsClientFor, SetupError> {
     let region = sqs_region(sdk, config)?;
     Ok(SqsClientFor(Source::Settings {
-        sdk: sdk.clone(),
+        sdk: Box::new(sdk.clone()),
         region,
     }))
 }
@@ -69,7 +69,7 @@ pub struct SqsClientFor(Source);
 #[derive(Debug, Clone)]
 enum Source {
     Settings {
-        sdk: aws_config::SdkConfig,
+        sdk: Box<aws_config::SdkConfig>,
         region: String,
     },
     Built(aws_sdk_sqs::Client),
@@ -107,7 +107,7 @@ impl SqsClientFor {
     pub fn sdk_client(self) -> aws_sdk_sqs::Client {
         match self.0 {
             Source::Settings { sdk, region } => {
-                let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(&sdk))
+                let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(&*sdk))
                     .region(Region::new(region))
                     .build();
                 aws_sdk_sqs::Client::from_conf(conf)
