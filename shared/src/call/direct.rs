@@ -35,8 +35,9 @@
 //!   example, which also accepts the SDK's own request.
 //! * **HTTP**: hyper-util's pooled client (keep-alive, HTTP/1.1), rustls
 //!   with aws-lc-rs and the system's roots for `https`, as the SDK's default
-//!   client (read from the one bundle file when there is one, [`roots`]); its connect timeout is the SDK configuration's (3.1 s by
-//!   default). No retries at this level, as the SDK client has them off
+//!   client (read from the one bundle file when there is one, once per
+//!   process: `direct/roots.rs`); its connect timeout is the SDK configuration's
+//!   (3.1 s by default). No retries at this level, as the SDK client has them off
 //!   (the forwarder retries per entry itself), but for a clock-skew refusal
 //!   (below); `CALL_TIMEOUT_MS` bounds each call from outside, as for the
 //!   SDK path, and an operation or attempt timeout set in the SDK
