@@ -110,7 +110,8 @@ pub use send::outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
 pub use send::retry::RetryPolicy;
 pub use send::sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
 pub use send::{
-    Forwarder, OversizePolicy, SendSettings, Tally, Window, deadline_from_epoch_millis,
+    Fanout, Forwarder, OversizePolicy, Routed, SendSettings, Tally, Window,
+    deadline_from_epoch_millis,
 };
 pub use setup::config::{AssumeRole, Config, GroupIds};
 pub use setup::env::Env;

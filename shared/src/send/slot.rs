@@ -13,6 +13,8 @@ use crate::send::outcome::Failure;
 
 /// A message read and not yet settled.
 pub(super) struct Slot<P> {
+    /// The target queue it goes to (an index into the run's forwarders).
+    pub target: usize,
     pub entry: Arc<Entry>,
     pub position: P,
     /// Attempts that count against the retry budget (a split after
@@ -67,6 +69,7 @@ pub(super) struct Held {
 
 /// A payload waiting for its put.
 pub(super) struct Put {
+    pub target: usize,
     pub index: usize,
     pub key: String,
     pub payload: String,

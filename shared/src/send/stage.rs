@@ -24,8 +24,8 @@ use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// Stage a message for offload: its pointer holds its place, its
     /// payload waits for a put.
-    pub(super) fn stage(&mut self, index: usize, position: P, mut entry: Entry) {
-        let fwd = self.fwd;
+    pub(super) fn stage(&mut self, target: usize, index: usize, position: P, mut entry: Entry) {
+        let fwd = &self.targets[target];
         let Some(store) = fwd.store.as_deref() else {
             let failure = Failure::transient(
                 crate::send::codes::OFFLOAD_NOT_CONFIGURED,
@@ -54,15 +54,16 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             Ok(pointer) => pointer,
             Err(failure) => {
                 let group = entry.group_id.take();
-                return self.offload_failed(index, position, group, failure);
+                return self.offload_failed(target, index, position, group, failure);
             }
         };
         let payload = std::mem::take(&mut entry.body);
         let bytes = payload.len() + pointer.size;
-        let mut slot = self.slot(pointer, position, bytes);
+        let mut slot = self.slot(target, pointer, position, bytes);
         slot.staging = Staging::Queued;
         self.hold(index, slot);
         self.queued.push_back(Put {
+            target,
             index,
             key,
             payload,
@@ -84,9 +85,9 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             }
             Err(failure) => {
                 if let Some(slot) = self.pending.remove(&index) {
-                    let group = slot.entry.group_id.clone();
+                    let (target, group) = (slot.target, slot.entry.group_id.clone());
                     self.settle_slot(slot, Outcome::Failed(failure.clone()), 0);
-                    self.log_and_block(index, group, &failure);
+                    self.log_and_block(target, index, group, &failure);
                 }
             }
         }
@@ -95,16 +96,23 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// A message could not be offloaded before it was held.
     fn offload_failed(
         &mut self,
+        target: usize,
         index: usize,
         position: P,
         group: Option<String>,
         failure: Failure,
     ) {
         self.report(position, Outcome::Failed(failure.clone()), 0);
-        self.log_and_block(index, group, &failure);
+        self.log_and_block(target, index, group, &failure);
     }
 
-    fn log_and_block(&mut self, index: usize, group: Option<String>, failure: &Failure) {
+    fn log_and_block(
+        &mut self,
+        target: usize,
+        index: usize,
+        group: Option<String>,
+        failure: &Failure,
+    ) {
         tracing::warn!(
             index,
             code = %failure.code,
@@ -113,7 +121,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             "a payload could not be offloaded to S3"
         );
         if failure.retryable {
-            self.block_group(index, group.as_deref(), BlockedBy::Offload);
+            self.block_group(target, index, group.as_deref(), BlockedBy::Offload);
         }
     }
 }
@@ -124,6 +132,7 @@ impl<T: Transport> Forwarder<T> {
         let Put {
             index,
             key,
+            target: _,
             payload,
         } = put;
         let bytes = payload.len();
