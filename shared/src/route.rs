@@ -46,6 +46,7 @@ mod condition;
 mod parse;
 mod path;
 mod record;
+mod router;
 mod shape;
 
 use std::borrow::Cow;
@@ -58,6 +59,8 @@ use crate::setup::error::ConfigError;
 use condition::Condition;
 use path::PathTemplate;
 use record::Record;
+pub use router::{Router, TargetCount};
+pub use shape::Shaped;
 use shape::Shape;
 
 /// The variable that holds the rules.
@@ -185,6 +188,43 @@ impl<P> Decision<P> {
     }
 }
 
+/// What the rules decided for one record before its message is built
+/// ([`Routes::plan`]); [`Plan::apply`] makes it a [`Decision`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Send to this target, shaped so.
+    Send {
+        /// Where to.
+        target: TargetId,
+        /// The shaping read from the record.
+        shaped: Shaped,
+    },
+    /// Send nothing: the record is done.
+    Skip(Skip),
+    /// The record cannot be shaped as the rules say.
+    Fault(Failure),
+}
+
+impl Plan {
+    /// The decision for `message`, the record's message.
+    pub fn apply<P>(self, mut message: Message<P>) -> Decision<P> {
+        match self {
+            Plan::Send { target, shaped } => {
+                shaped.apply(&mut message);
+                Decision::Send { target, message }
+            }
+            Plan::Skip(reason) => Decision::Skip {
+                position: message.position,
+                reason,
+            },
+            Plan::Fault(failure) => Decision::Fault {
+                position: message.position,
+                failure,
+            },
+        }
+    }
+}
+
 /// What a record no route matched becomes (`unmatched`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Unmatched {
@@ -254,25 +294,33 @@ impl Routes {
     }
 
     /// Filter, route and shape one record's message: exactly one decision,
-    /// with the message's position.
+    /// with the message's position. [`Routes::plan`] then
+    /// [`Plan::apply`].
     pub fn decide<P>(&self, view: &impl RecordView, message: Message<P>) -> Decision<P> {
+        self.plan(view).apply(message)
+    }
+
+    /// What the rules decide for one record, read from its view alone: a
+    /// function whose message takes the record's data (moving it) plans
+    /// first, then builds the message and applies the plan to it.
+    pub fn plan(&self, view: &impl RecordView) -> Plan {
         let record = Record::new(view);
         if !self.filter.iter().all(|c| c.holds(&record)) {
-            return Decision::Skip {
-                position: message.position,
-                reason: Skip::FilteredOut,
-            };
+            return Plan::Skip(Skip::FilteredOut);
         }
         let Some(target) = self.route(&record) else {
-            return Decision::Skip {
-                position: message.position,
-                reason: Skip::Unmatched,
-            };
+            return Plan::Skip(Skip::Unmatched);
         };
-        match self.shape.apply(&record, message) {
-            Ok(message) => Decision::Send { target, message },
-            Err((position, failure)) => Decision::Fault { position, failure },
+        match self.shape.plan(&record) {
+            Ok(shaped) => Plan::Send { target, shaped },
+            Err(failure) => Plan::Fault(failure),
         }
+    }
+
+    /// Whether the rules set group ids (`group_id`): then a standard target
+    /// keeps them (SQS fair queues).
+    pub fn sets_group_ids(&self) -> bool {
+        self.shape.group_id.is_some()
     }
 
     /// The first matching route's target; no match: `unmatched`'s.

@@ -18,3 +18,4 @@ pub mod env;
 pub mod error;
 pub mod init_error;
 pub mod startup;
+pub mod targets;

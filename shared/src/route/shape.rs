@@ -62,43 +62,57 @@ fn fault(message: String) -> Failure {
 }
 
 impl Shape {
-    /// The message shaped, or the fault and the message's position. Order:
-    /// body, `attributes_from`, `attributes` (an attribute set here takes
-    /// the place of one of the same name, so `attributes` wins over
-    /// `attributes_from`, and both over the function's own), group id.
-    pub(crate) fn apply<P, V: RecordView>(
-        &self,
-        record: &Record<'_, V>,
-        mut message: Message<P>,
-    ) -> Result<Message<P>, (P, Failure)> {
-        match self.apply_parts(record, &mut message) {
-            Ok(()) => Ok(message),
-            Err(failure) => Err((message.position, failure)),
-        }
-    }
-
-    fn apply_parts<P, V: RecordView>(
-        &self,
-        record: &Record<'_, V>,
-        message: &mut Message<P>,
-    ) -> Result<(), Failure> {
-        if let Some(pointer) = &self.body {
-            message.body = Body::Text(body(record, pointer)?);
-        }
+    /// What the record gives as the rules ask: the body, the attributes and
+    /// the group id, read now so that the record's data may be let go (or
+    /// moved into the message) before they are applied; or the fault.
+    pub(crate) fn plan<V: RecordView>(&self, record: &Record<'_, V>) -> Result<Shaped, Failure> {
+        let body = match &self.body {
+            Some(pointer) => Some(body(record, pointer)?),
+            None => None,
+        };
+        let mut attributes = Vec::new();
         if let Some(pointer) = &self.attributes_from {
-            attributes_from(record, pointer, &mut message.attributes)?;
+            attributes_from(record, pointer, &mut attributes)?;
         }
         for rule in &self.attributes {
             if let Some(attribute) = rule.read(record)? {
-                set(&mut message.attributes, attribute);
+                set(&mut attributes, attribute);
             }
         }
-        if let Some(source) = &self.group_id
-            && let Some(value) = record.read(source).shaped_text()
-        {
-            message.group_id = Some(group_id(&value));
+        let group_id = match &self.group_id {
+            Some(source) => record.read(source).shaped_text().map(|v| group_id(&v)),
+            None => None,
+        };
+        Ok(Shaped {
+            body,
+            attributes,
+            group_id,
+        })
+    }
+}
+
+/// A record's shaping, read and not yet applied ([`Shape::plan`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Shaped {
+    body: Option<String>,
+    attributes: Vec<Attribute>,
+    group_id: Option<String>,
+}
+
+impl Shaped {
+    /// The message shaped. Order: body, then the attributes (those of
+    /// `attributes` take the place of `attributes_from`'s of the same name,
+    /// and both of the function's own), then the group id.
+    pub(crate) fn apply<P>(self, message: &mut Message<P>) {
+        if let Some(body) = self.body {
+            message.body = Body::Text(body);
         }
-        Ok(())
+        for attribute in self.attributes {
+            set(&mut message.attributes, attribute);
+        }
+        if let Some(group_id) = self.group_id {
+            message.group_id = Some(group_id);
+        }
     }
 }
 
