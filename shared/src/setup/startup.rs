@@ -336,7 +336,7 @@ pub async fn cold_start<F: ColdStart>(env: &Env<'_>) -> Result<F, StartError> {
     let group_ids = F::group_ids(&settings);
     let mut started = start(F::SERVICE, group_ids).await?;
     if routes.is_some() {
-        started.router = targets::connect_router(&started, routes, group_ids).await?;
+        started.router = targets::router_of(&started, routes, group_ids).await?;
     }
     F::build(settings, started).await
 }

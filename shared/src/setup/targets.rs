@@ -71,34 +71,53 @@ fn naming(name: &str, error: SetupError) -> SetupError {
     }
 }
 
-/// The router of a started function: its rules over the default forwarder
-/// and one forwarder per extra target, each connected as the default was
-/// (a FIFO target needs group ids as the default does). Without rules, the
-/// default forwarder alone.
-pub async fn connect_router(
+/// The router of a started function ([`connect_router`] with its parts).
+pub async fn router_of(
     started: &Started,
     routes: Option<Routes>,
     group_ids: GroupIds,
 ) -> Result<Router<SqsTransport>, StartError> {
+    connect_router(
+        &started.sdk,
+        &started.config,
+        started.forwarder.clone(),
+        routes,
+        group_ids,
+    )
+    .await
+}
+
+/// `routes` over `default` (the forwarder to `config`'s queue) and one
+/// forwarder per extra target, each connected as the default was, with the
+/// same AWS settings `sdk` (a FIFO target needs group ids as the default
+/// does). Without rules, `default` alone. A target that cannot be used
+/// fails naming it.
+pub async fn connect_router(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+    default: Forwarder<SqsTransport>,
+    routes: Option<Routes>,
+    group_ids: GroupIds,
+) -> Result<Router<SqsTransport>, StartError> {
     let Some(routes) = routes else {
-        return Ok(Router::single(started.forwarder.clone()));
+        return Ok(Router::single(default));
+    };
+    // The rules' group_id gives every message one, FIFO targets included.
+    let ids = if routes.sets_group_ids() {
+        GroupIds::FromSource
+    } else {
+        group_ids
     };
     let mut targets: Vec<Forwarder<SqsTransport>> = Vec::with_capacity(routes.targets().len());
     for (name, url) in routes.targets() {
-        let config = target_config(&started.config, url);
-        // The rules' group_id gives every message one, FIFO targets included.
-        let ids = if routes.sets_group_ids() {
-            GroupIds::FromSource
-        } else {
-            group_ids
-        };
+        let config = target_config(config, url);
         config
             .check_group_ids(ids)
             .map_err(|e| naming(name, e.into()))?;
-        let forwarder = crate::setup::startup::connect_target(&started.sdk, &config)
+        let forwarder = crate::setup::startup::connect_target(sdk, &config)
             .await
             .map_err(|e| naming(name, e))?;
         targets.push(forwarder);
     }
-    Ok(Router::new(routes, started.forwarder.clone(), targets)?)
+    Ok(Router::new(routes, default, targets)?)
 }
