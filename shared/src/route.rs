@@ -60,8 +60,8 @@ use condition::Condition;
 use path::PathTemplate;
 use record::Record;
 pub use router::{Router, TargetCount};
-pub use shape::Shaped;
 use shape::Shape;
+pub use shape::Shaped;
 
 /// The variable that holds the rules.
 pub const ROUTES: Variable = Variable::text(

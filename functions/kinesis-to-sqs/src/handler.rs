@@ -70,14 +70,9 @@ impl<T: Transport> Handler<T> {
 
         let mut tracker = checkpoint::Tracker::new(&infos);
         let router = &self.router;
-        let messages = records::messages(
-            event.records,
-            &infos,
-            &self.settings,
-            fifo,
-            router.routes(),
-        )
-        .map(|(plan, message)| router.route(plan, message));
+        let messages =
+            records::messages(event.records, &infos, &self.settings, fifo, router.routes())
+                .map(|(plan, message)| router.route(plan, message));
         let tally = router
             .forward(messages, deadline, |o| tracker.record(&o))
             .await;

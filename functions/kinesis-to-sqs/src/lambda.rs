@@ -3,8 +3,8 @@
 //! after each.
 
 use lambda_runtime::LambdaEvent;
-use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::route::SourceKey;
+use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
 use sqs_forwarder::event_reader::Checked;

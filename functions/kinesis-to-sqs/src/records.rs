@@ -243,18 +243,21 @@ impl Iterator for Messages<'_> {
                         return Some((None, unreadable(position)));
                     };
                     let plan = plan(self.routes, &user.data, &user.partition_key);
-                    return Some((plan, message(
-                        &current.origin.view(),
-                        User {
-                            partition_key: &user.partition_key,
-                            explicit_hash_key: user.explicit_hash_key.as_deref(),
-                            sub_sequence: Some(sub),
-                            data: user.data.to_vec(),
-                        },
-                        self.settings,
-                        self.fifo,
-                        position,
-                    )));
+                    return Some((
+                        plan,
+                        message(
+                            &current.origin.view(),
+                            User {
+                                partition_key: &user.partition_key,
+                                explicit_hash_key: user.explicit_hash_key.as_deref(),
+                                sub_sequence: Some(sub),
+                                data: user.data.to_vec(),
+                            },
+                            self.settings,
+                            self.fifo,
+                            position,
+                        ),
+                    ));
                 }
                 self.current = None;
             }

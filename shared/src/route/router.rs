@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::{Plan, RecordView, Routes, Skip};
 use crate::call::transport::Transport;
 use crate::message::Message;
+use crate::observe::metrics as m;
 use crate::send::outcome::{MessageOutcome, Outcome};
 use crate::send::{Fanout, Forwarder, Routed, Tally};
 
@@ -101,10 +102,7 @@ impl<T: Transport> Router<T> {
         match plan {
             None => Routed::To(0, message),
             Some(Plan::Send { target, shaped }) => {
-                let fifo = self
-                    .targets()
-                    .get(target.0)
-                    .is_some_and(|f| f.rules().fifo);
+                let fifo = self.targets().get(target.0).is_some_and(|f| f.rules().fifo);
                 if !fifo {
                     message.group_id = None;
                     message.deduplication_id = None;
@@ -139,10 +137,15 @@ fn settled<P>(decision: super::Decision<P>) -> Routed<P> {
     match decision {
         super::Decision::Send { target, message } => Routed::To(target.0, message),
         super::Decision::Skip { position, reason } => {
-            metrics::counter!(reason.metric()).increment(1);
             let why = match reason {
-                Skip::FilteredOut => "FilteredOut: a ROUTES filter condition did not hold",
-                Skip::Unmatched => "Unmatched: no ROUTES route matched (unmatched: drop)",
+                Skip::FilteredOut => {
+                    metrics::counter!(m::FILTERED_OUT).increment(1);
+                    "FilteredOut: a ROUTES filter condition did not hold"
+                }
+                Skip::Unmatched => {
+                    metrics::counter!(m::UNMATCHED).increment(1);
+                    "Unmatched: no ROUTES route matched (unmatched: drop)"
+                }
             };
             Routed::Settled(position, Outcome::Dropped { reason: why.into() })
         }

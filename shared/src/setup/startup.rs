@@ -37,12 +37,12 @@ use std::time::Duration;
 use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
 use crate::route::{Router, SourceKey};
-use crate::setup::targets;
 use crate::send::Forwarder;
 use crate::setup::client::sqs_client_for;
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
+use crate::setup::targets;
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
 /// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),

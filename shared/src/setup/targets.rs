@@ -13,7 +13,7 @@ use crate::setup::aws_names::region_of_queue_url;
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
-use crate::setup::startup::{Started, StartError};
+use crate::setup::startup::{StartError, Started};
 
 /// The function's `ROUTES`, read with the source keys it offers; `None`
 /// (the function does not route yet) refuses a set `ROUTES` rather than
