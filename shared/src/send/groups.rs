@@ -53,14 +53,13 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             return;
         };
         self.groups[t].block(group, by);
-        let later: Vec<usize> = self
-            .pending
+        let later: Vec<usize> = self.pending[t]
             .range(failed + 1..)
-            .filter(|(_, s)| s.target == t && s.entry.group_id.as_deref() == Some(group))
+            .filter(|(_, s)| s.entry.group_id.as_deref() == Some(group))
             .map(|(i, _)| *i)
             .collect();
         for index in later {
-            if let Some(slot) = self.pending.remove(&index) {
+            if let Some(slot) = self.pending[t].remove(&index) {
                 if slot.staging == Staging::Queued {
                     self.queued.retain(|p| p.index != index);
                 }

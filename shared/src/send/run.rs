@@ -3,8 +3,7 @@
 //! queues).
 //!
 //! [`Run`] owns everything a call to `forward` holds: the messages read and
-//! not yet settled (`pending`, keyed by read order, [`Slot`]s, each with its
-//! target), the FIFO groups of each target ([`Groups`]), the retry wake-ups,
+//! not yet settled (`pending`: per target, keyed by read order, [`Slot`]s), the FIFO groups of each target ([`Groups`]), the retry wake-ups,
 //! and the window's counts. The window, the deadline and the calls in flight
 //! are the run's; limits, FIFO rules, retries and offload are each target's. The loop reads from the source while
 //! the window has room, starts S3 puts and calls while fewer than
@@ -38,7 +37,9 @@ pub(super) struct Run<'a, T, P, F> {
     report: F,
     window: Window,
     /// Messages read and not settled, not in a call: by read index.
-    pub pending: BTreeMap<usize, Slot<P>>,
+    /// Per target, so that picking a target's batch walks its own messages
+    /// only.
+    pub pending: Vec<BTreeMap<usize, Slot<P>>>,
     /// FIFO groups in a call or blocked, per target.
     pub groups: Vec<Groups>,
     /// Every retry time set by `settle` (one per call), earliest first: the
@@ -68,7 +69,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             deadline,
             report,
             window,
-            pending: BTreeMap::new(),
+            pending: targets.iter().map(|_| BTreeMap::new()).collect(),
             groups: targets.iter().map(|_| Groups::default()).collect(),
             wakes: BinaryHeap::new(),
             queued: VecDeque::new(),
@@ -132,7 +133,10 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             while puts < max
                 && let Some(put) = self.queued.pop_front()
             {
-                if let Some(slot) = self.pending.get_mut(&put.index)
+                if let Some(slot) = self
+                    .pending
+                    .get_mut(put.target)
+                    .and_then(|p| p.get_mut(&put.index))
                     && let Some(fwd) = targets.get(put.target)
                 {
                     slot.staging = Staging::Putting;
@@ -172,7 +176,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                 }
             }
 
-            if in_flight.is_empty() && self.pending.is_empty() && exhausted {
+            if in_flight.is_empty() && self.nothing_pending() && exhausted {
                 return self.finish();
             }
             // The earliest retry time still ahead. Times of messages that
@@ -185,7 +189,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             let wake = match (wake, self.deadline) {
                 (Some(w), Some(d)) => Some(w.min(d)),
                 (Some(w), None) => Some(w),
-                (None, d) if !self.pending.is_empty() => d,
+                (None, d) if !self.nothing_pending() => d,
                 (None, _) => None,
             };
             if in_flight.is_empty() {
@@ -213,12 +217,13 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     }
                 }
                 Some(Done::Put {
+                    target,
                     index,
                     bytes,
                     result,
                 }) => {
                     puts -= 1;
-                    self.stored(index, bytes, result);
+                    self.stored(target, index, bytes, result);
                 }
                 None => {}
             }
@@ -301,7 +306,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         self.held.bytes += slot.bytes;
         self.tally.peak_messages = self.tally.peak_messages.max(self.held.messages);
         self.tally.peak_bytes = self.tally.peak_bytes.max(self.held.bytes);
-        self.pending.insert(index, slot);
+        self.pending[slot.target].insert(index, slot);
     }
 
     /// A held message's bytes changed (its payload went to S3).
@@ -337,9 +342,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         let fwd = &self.targets[t];
         let fifo = fwd.rules.fifo;
         let groups = &self.groups[t];
-        let only = self.targets.len() > 1;
-        let mine = self.pending.iter().filter(|(_, s)| !only || s.target == t);
-        let candidates = mine.map(|(i, s)| Candidate {
+        let candidates = self.pending[t].iter().map(|(i, s)| Candidate {
             index: *i,
             size: s.entry.size,
             group: if fifo {
@@ -362,7 +365,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     fn take(&mut self, t: usize, picked: Vec<usize>) -> Batch<P> {
         let mut batch = Vec::with_capacity(picked.len());
         for index in picked {
-            if let Some(mut slot) = self.pending.remove(&index) {
+            if let Some(mut slot) = self.pending[t].remove(&index) {
                 slot.attempts += 1;
                 slot.calls += 1;
                 batch.push((index, slot));
@@ -376,26 +379,34 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     /// retryable.
     fn expire(&mut self) {
         self.queued.clear();
-        let expired: Vec<usize> = self
-            .pending
-            .iter()
-            .filter(|(_, s)| s.staging != Staging::Putting)
-            .map(|(i, _)| *i)
-            .collect();
-        for index in expired {
-            if let Some(slot) = self.pending.remove(&index) {
-                let calls = slot.calls;
-                self.settle_slot(slot, deadline_exceeded(), calls);
+        for t in 0..self.pending.len() {
+            let expired: Vec<usize> = self.pending[t]
+                .iter()
+                .filter(|(_, s)| s.staging != Staging::Putting)
+                .map(|(i, _)| *i)
+                .collect();
+            for index in expired {
+                if let Some(slot) = self.pending[t].remove(&index) {
+                    let calls = slot.calls;
+                    self.settle_slot(slot, deadline_exceeded(), calls);
+                }
             }
         }
     }
 
     fn unschedulable(&mut self) {
-        for (_, slot) in std::mem::take(&mut self.pending) {
-            let calls = slot.calls;
-            self.settle_slot(slot, unschedulable(), calls);
+        for t in 0..self.pending.len() {
+            for (_, slot) in std::mem::take(&mut self.pending[t]) {
+                let calls = slot.calls;
+                self.settle_slot(slot, unschedulable(), calls);
+            }
         }
         self.queued.clear();
+    }
+
+    /// Whether no target holds a message outside a call.
+    fn nothing_pending(&self) -> bool {
+        self.pending.iter().all(BTreeMap::is_empty)
     }
 
     fn finish(self) -> Tally {

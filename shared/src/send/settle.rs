@@ -98,7 +98,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                         self.settle_slot(slot, Outcome::Failed(failure), calls);
                     } else {
                         slot.max_batch = (n / 2).max(1);
-                        self.pending.insert(index, slot);
+                        self.pending[slot.target].insert(index, slot);
                     }
                 }
             }
@@ -160,7 +160,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         }
         m::retry();
         slot.not_before = at;
-        self.pending.insert(index, slot);
+        self.pending[slot.target].insert(index, slot);
         true
     }
 }

@@ -53,6 +53,7 @@ pub(super) type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
 pub(super) enum Done<P> {
     Call(Batch<P>, CallResult),
     Put {
+        target: usize,
         index: usize,
         bytes: usize,
         result: Result<(), Failure>,

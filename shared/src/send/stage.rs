@@ -71,9 +71,15 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     }
 
     /// A put finished: the pointer is ready, or the message fails.
-    pub(super) fn stored(&mut self, index: usize, bytes: usize, result: Result<(), Failure>) {
+    pub(super) fn stored(
+        &mut self,
+        target: usize,
+        index: usize,
+        bytes: usize,
+        result: Result<(), Failure>,
+    ) {
         // Gone already: settled by the deadline or its group's block.
-        let Some(slot) = self.pending.get_mut(&index) else {
+        let Some(slot) = self.pending.get_mut(target).and_then(|p| p.get_mut(&index)) else {
             return;
         };
         match result {
@@ -84,8 +90,8 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                 self.shrink(bytes);
             }
             Err(failure) => {
-                if let Some(slot) = self.pending.remove(&index) {
-                    let (target, group) = (slot.target, slot.entry.group_id.clone());
+                if let Some(slot) = self.pending[target].remove(&index) {
+                    let group = slot.entry.group_id.clone();
                     self.settle_slot(slot, Outcome::Failed(failure.clone()), 0);
                     self.log_and_block(target, index, group, &failure);
                 }
@@ -132,12 +138,13 @@ impl<T: Transport> Forwarder<T> {
         let Put {
             index,
             key,
-            target: _,
+            target,
             payload,
         } = put;
         let bytes = payload.len();
         let result = self.put_payload(&key, payload, deadline).await;
         Done::Put {
+            target,
             index,
             bytes,
             result,
