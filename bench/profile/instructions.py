@@ -105,6 +105,8 @@ def main():
                     help="kinesis-to-sqs with routing rules (ROUTES): three targets on the stub, records routed by "
                          "partition key and by a JSON field, a Number attribute shaped from a field (what routing "
                          "and shaping cost per message)")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="count the cold start alone (no invocation: fast, and no RabbitMQ needed)")
     ap.add_argument("--keep", default="", metavar="DIR",
                     help="keep the callgrind outputs in DIR (callgrind.FN.PROFILE.one.out holds the cold start and "
                          "one invocation) for callgrind_annotate")
@@ -140,10 +142,13 @@ def main():
                     raise SystemExit(f"{binary} is missing: cargo build --profile {profile} -p {fn}")
                 tag = f"{fn}.{profile}"
                 cold = counted(bench, stub, w["event"], 0, env, binary, work, tag + ".cold")
-                total = counted(bench, stub, w["event"], 1, env, binary, work, tag + ".one", before.get("ours"))
-                per = (total - cold) / w["messages"]
+                per = "–"
+                if not args.cold_only:
+                    total = counted(bench, stub, w["event"], 1, env, binary, work, tag + ".one",
+                                    before.get("ours"))
+                    per = f"{(total - cold) / w['messages']:,.0f}"
                 size = os.path.getsize(binary)
-                print(f"| {fn} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per:,.0f} |", flush=True)
+                print(f"| {fn} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per} |", flush=True)
             if rabbit:
                 run.delete_queue(rabbit, "bench-ours-instructions")
     finally:

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use self::direct::DirectClient;
 use self::queue::{QueueInfo, QueueTarget};
 use self::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+use crate::setup::client::SqsClientFor;
 use crate::setup::error::SetupError;
 
 /// Which client makes the SQS calls (`SQS_CLIENT`).
@@ -34,28 +35,31 @@ pub enum SqsClient {
 }
 
 /// The transport to the queue `target` names, and what was read of it: the
-/// one place the client is chosen. `choice` picks it; `sqs` is the SDK client
-/// (its region and timeouts), `sdk` the AWS settings it was built from,
-/// which the direct client needs: without them (a client of the caller's
-/// making, [`crate::setup::startup::connect_with`]) the calls go through
-/// aws-sdk-sqs, as the log says. The start-up calls (`GetQueueUrl`,
+/// one place the client is chosen. `choice` picks it; `sqs` is what the SQS
+/// client is made from (its region and timeouts; an aws-sdk-sqs client is
+/// built from it only when that client makes the calls), `sdk` the AWS
+/// settings, which the direct client needs: without them (a client of the
+/// caller's making, [`crate::setup::startup::connect_with`]) the calls go
+/// through aws-sdk-sqs, as the log says. The start-up calls (`GetQueueUrl`,
 /// `GetQueueAttributes`) go through the chosen client, so under
 /// `SQS_CLIENT=direct` a cold start makes one connection and one
-/// credentials fetch.
+/// credentials fetch, and builds no SDK client.
 pub async fn transport(
-    sqs: aws_sdk_sqs::Client,
+    sqs: SqsClientFor,
     sdk: Option<&aws_config::SdkConfig>,
     choice: SqsClient,
     target: &QueueTarget,
 ) -> Result<(SqsTransport, QueueInfo), SetupError> {
     let client = match (choice, sdk) {
-        (SqsClient::Sdk, _) => Client::Sdk(sqs),
-        (SqsClient::Direct, Some(sdk)) => Client::Direct(Arc::new(DirectClient::new(sdk, &sqs)?)),
+        (SqsClient::Sdk, _) => Client::Sdk(sqs.sdk_client()),
+        (SqsClient::Direct, Some(sdk)) => {
+            Client::Direct(Arc::new(DirectClient::for_client(sdk, &sqs)?))
+        }
         (SqsClient::Direct, None) => {
             tracing::info!(
                 "a client of the caller's making (connect_with) sends through aws-sdk-sqs: the direct client needs the SDK configuration the client was built from (connect, connect_sdk)"
             );
-            Client::Sdk(sqs)
+            Client::Sdk(sqs.sdk_client())
         }
     };
     let queue = match &client {

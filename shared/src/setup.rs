@@ -5,7 +5,8 @@
 //! SQS client and the send settings ([`client`]), then the cold start that
 //! puts them together ([`startup`], a failed one reported by
 //! [`init_error`]). [`error`] holds the errors they fail with, [`allocator`]
-//! the allocator's options.
+//! the allocator's options, [`on_first_use`] the clients a start does not
+//! build until they are used.
 
 #[cfg(feature = "mimalloc")]
 #[allow(unsafe_code)] // mimalloc's options are set through its C API
@@ -17,5 +18,6 @@ pub mod credentials;
 pub mod env;
 pub mod error;
 pub mod init_error;
+pub mod on_first_use;
 pub mod startup;
 pub mod targets;

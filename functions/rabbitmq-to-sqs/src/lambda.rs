@@ -40,7 +40,7 @@ impl ColdStart for Lambda {
             .and_then(|b| b.password_secret.as_ref())
         {
             Some(_) => {
-                let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                let sdk = sqs_forwarder::setup::credentials::own_sdk_config().await;
                 Some(aws_sdk_secretsmanager::Client::new(&sdk))
             }
             None => None,

@@ -7,6 +7,7 @@ use std::fmt;
 
 use serde::Serialize;
 use serde_json::Value;
+use sqs_forwarder::setup::on_first_use::OnFirstUse;
 use sqs_forwarder::{Forwarder, Outcome, Transport};
 use tokio::time::Instant;
 
@@ -140,16 +141,22 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
 pub struct Handler<T> {
     settings: Settings,
     forwarder: Forwarder<T>,
-    s3: aws_sdk_s3::Client,
+    s3: OnFirstUse<aws_sdk_s3::Client>,
 }
 
 impl<T: Transport> Handler<T> {
-    /// A handler. The S3 client is only used in lines mode.
-    pub fn new(settings: Settings, forwarder: Forwarder<T>, s3: aws_sdk_s3::Client) -> Self {
+    /// A handler. The S3 client is only used in lines mode: one built, or
+    /// one to build on the first object read (`OnFirstUse::new`; the
+    /// notification mode never builds it).
+    pub fn new(
+        settings: Settings,
+        forwarder: Forwarder<T>,
+        s3: impl Into<OnFirstUse<aws_sdk_s3::Client>>,
+    ) -> Self {
         Handler {
             settings,
             forwarder,
-            s3,
+            s3: s3.into(),
         }
     }
 
@@ -280,7 +287,7 @@ impl<T: Transport> Handler<T> {
                 report.not_created += 1;
                 continue;
             }
-            let (body, gzip) = match open(&self.s3, event).await {
+            let (body, gzip) = match open(self.s3.get(), event).await {
                 Ok(Opened::Body { body, gzip }) => (body, gzip),
                 Ok(Opened::Superseded) => {
                     tracing::warn!(record = index, bucket = %event.bucket, key = %event.key, etag = event.etag.as_deref().unwrap_or(""), "the object was overwritten after this event (its ETag changed); its lines are gone and the newer upload has its own event");

@@ -4,6 +4,7 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
+use sqs_forwarder::setup::on_first_use::OnFirstUse;
 use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
@@ -32,9 +33,12 @@ impl ColdStart for Lambda {
 
     async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         // Objects are read with the function's own credentials:
-        // ASSUME_ROLE_ARN is for the queue only.
+        // ASSUME_ROLE_ARN is for the queue only. The client is built on the
+        // first object read (lines mode), not here: building the first SDK
+        // client loads every system root certificate.
         let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;
-        let s3 = s3_client(&reader, settings.s3_force_path_style);
+        let force_path_style = settings.s3_force_path_style;
+        let s3 = OnFirstUse::new(move || s3_client(&reader, force_path_style));
         Ok(Lambda {
             kept: started.kept(),
             handler: Handler::new(settings, started.forwarder, s3),

@@ -71,7 +71,7 @@ pub async fn reader_sdk(
     assumes_role: bool,
 ) -> aws_config::SdkConfig {
     if assumes_role {
-        aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+        sqs_forwarder::setup::credentials::own_sdk_config().await
     } else {
         sending.clone()
     }

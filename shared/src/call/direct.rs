@@ -35,7 +35,7 @@
 //!   example, which also accepts the SDK's own request.
 //! * **HTTP**: hyper-util's pooled client (keep-alive, HTTP/1.1), rustls
 //!   with aws-lc-rs and the system's roots for `https`, as the SDK's default
-//!   client; its connect timeout is the SDK configuration's (3.1 s by
+//!   client (read from the one bundle file when there is one, [`roots`]); its connect timeout is the SDK configuration's (3.1 s by
 //!   default). No retries at this level, as the SDK client has them off
 //!   (the forwarder retries per entry itself), but for a clock-skew refusal
 //!   (below); `CALL_TIMEOUT_MS` bounds each call from outside, as for the
@@ -62,6 +62,7 @@ pub mod credentials_cache;
 mod discover;
 pub mod headers;
 pub mod proxy;
+mod roots;
 mod sign;
 pub mod skew;
 pub mod wire;
@@ -137,16 +138,39 @@ impl DirectClient {
         proxy: &hyper_util::client::proxy::matcher::Matcher,
     ) -> Result<Self, SetupError> {
         let conf = sqs.config();
-        let region = conf
-            .region()
-            .map(|r| r.as_ref().to_owned())
-            .ok_or_else(|| {
-                SetupError::Config(ConfigError::new(
-                    "SQS_REGION",
-                    "",
-                    "a region: set AWS_REGION or SQS_REGION",
-                ))
-            })?;
+        Self::in_region(
+            sdk,
+            conf.region().map(|r| r.as_ref()),
+            conf.timeout_config(),
+            proxy,
+        )
+    }
+
+    /// [`DirectClient::new`] for the SQS client `sqs` stands for (its
+    /// region and timeouts), without building an aws-sdk-sqs client: what
+    /// [`crate::call::transport()`] makes at start.
+    pub fn for_client(
+        sdk: &aws_config::SdkConfig,
+        sqs: &crate::setup::client::SqsClientFor,
+    ) -> Result<Self, SetupError> {
+        Self::in_region(sdk, sqs.region(), sqs.timeouts(), &proxy::from_env())
+    }
+
+    /// The client in `region` with `timeouts` (those of the SQS client it
+    /// stands in for), the rest from `sdk`.
+    fn in_region(
+        sdk: &aws_config::SdkConfig,
+        region: Option<&str>,
+        timeouts: Option<&aws_config::timeout::TimeoutConfig>,
+        proxy: &hyper_util::client::proxy::matcher::Matcher,
+    ) -> Result<Self, SetupError> {
+        let region = region.map(str::to_owned).ok_or_else(|| {
+            SetupError::Config(ConfigError::new(
+                "SQS_REGION",
+                "",
+                "a region: set AWS_REGION or SQS_REGION",
+            ))
+        })?;
         let provider = sdk.credentials_provider().ok_or_else(|| {
             setup_error(
                 "NoCredentials",
@@ -169,7 +193,6 @@ impl DirectClient {
         .ok_or_else(|| setup_error("InvalidEndpoint", "the endpoint resolver did not answer"))?
         .map_err(|e| setup_error("InvalidEndpoint", e.to_string()))?;
         let endpoint = endpoint_uri(endpoint.url())?;
-        let timeouts = conf.timeout_config();
         let connect_timeout = timeouts
             .and_then(|t| t.connect_timeout())
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT);

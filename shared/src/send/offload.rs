@@ -183,6 +183,7 @@ mod s3 {
     use super::PayloadStore;
     use crate::call::transport::BoxFuture;
     use crate::send::outcome::Failure;
+    use crate::setup::on_first_use::OnFirstUse;
 
     /// An S3 client for this SDK configuration; `force_path_style` for local
     /// endpoints that do not serve virtual-hosted buckets
@@ -198,7 +199,7 @@ mod s3 {
     /// The real store: `PutObject` with aws-sdk-s3 into one bucket.
     #[derive(Debug, Clone)]
     pub struct S3PayloadStore {
-        client: aws_sdk_s3::Client,
+        client: OnFirstUse<aws_sdk_s3::Client>,
         bucket: String,
     }
 
@@ -206,7 +207,22 @@ mod s3 {
         /// A store writing into `bucket` with `client`.
         pub fn new(client: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
             S3PayloadStore {
-                client,
+                client: client.into(),
+                bucket: bucket.into(),
+            }
+        }
+
+        /// A store writing into `bucket` with the S3 client of `sdk`
+        /// ([`s3_client`]), built on the first put: a start builds no SDK
+        /// client ([`OnFirstUse`]), and most invocations offload nothing.
+        pub fn on_first_use(
+            sdk: &aws_config::SdkConfig,
+            force_path_style: bool,
+            bucket: impl Into<String>,
+        ) -> Self {
+            let sdk = sdk.clone();
+            S3PayloadStore {
+                client: OnFirstUse::new(move || s3_client(&sdk, force_path_style)),
                 bucket: bucket.into(),
             }
         }
@@ -220,6 +236,7 @@ mod s3 {
         fn put<'a>(&'a self, key: &'a str, payload: String) -> BoxFuture<'a, Result<(), Failure>> {
             Box::pin(async move {
                 self.client
+                    .get()
                     .put_object()
                     .bucket(&self.bucket)
                     .key(key)

@@ -1,7 +1,12 @@
-//! The SQS client the forwarder calls with: [`sqs_client_for`] builds it
-//! (SDK retries off: the forwarder retries per entry itself), and
-//! [`crate::call::transport()`] then makes the start-up calls and the sends
-//! with it (or with the direct client built from it).
+//! The SQS client the forwarder calls with: [`sqs_client_for`] says what it
+//! is made from ([`SqsClientFor`]: the AWS settings and the queue's region),
+//! and [`crate::call::transport()`] builds the client `SQS_CLIENT` chooses
+//! from that and makes the start-up calls and the sends with it. The
+//! aws-sdk-sqs client (SDK retries off: the forwarder retries per entry
+//! itself) is built only when it makes the calls (`SQS_CLIENT=sdk`): the
+//! first SDK client of a process loads and parses every system root
+//! certificate, which the direct client does not need
+//! (bench/results/profile-init.md).
 //!
 //! The client works in the queue's region ([`sqs_region`]): `SQS_REGION`,
 //! else the region the queue URL names
@@ -37,18 +42,79 @@ pub fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::from_conf(conf)
 }
 
-/// The SQS client for `config`: [`sqs_client`] in the region
+/// The SQS client for `config`: the AWS settings `sdk` in the region
 /// [`sqs_region`] picks, so that a queue in another region gets requests
-/// sent to, and signed for, that region.
+/// sent to, and signed for, that region. Nothing is built yet
+/// ([`SqsClientFor`]).
 pub fn sqs_client_for(
     sdk: &aws_config::SdkConfig,
     config: &Config,
-) -> Result<aws_sdk_sqs::Client, SetupError> {
+) -> Result<SqsClientFor, SetupError> {
     let region = sqs_region(sdk, config)?;
-    let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(sdk))
-        .region(Region::new(region))
-        .build();
-    Ok(aws_sdk_sqs::Client::from_conf(conf))
+    Ok(SqsClientFor(Source::Settings {
+        sdk: Box::new(sdk.clone()),
+        region,
+    }))
+}
+
+/// What an SQS client is made from: AWS settings and the region it works
+/// in ([`sqs_client_for`]), or an aws-sdk-sqs client already built (one of
+/// the caller's making, [`crate::setup::startup::connect_with`]).
+/// [`crate::call::transport()`] builds the client `SQS_CLIENT` chooses from
+/// it: the direct client from the settings, aws-sdk-sqs's with
+/// [`SqsClientFor::sdk_client`], which builds it only then.
+#[derive(Debug, Clone)]
+pub struct SqsClientFor(Source);
+
+#[derive(Debug, Clone)]
+enum Source {
+    Settings {
+        sdk: Box<aws_config::SdkConfig>,
+        region: String,
+    },
+    Built(aws_sdk_sqs::Client),
+}
+
+impl From<aws_sdk_sqs::Client> for SqsClientFor {
+    fn from(client: aws_sdk_sqs::Client) -> Self {
+        SqsClientFor(Source::Built(client))
+    }
+}
+
+impl SqsClientFor {
+    /// The region the client works in (a built client's own, if it has
+    /// one).
+    pub fn region(&self) -> Option<&str> {
+        match &self.0 {
+            Source::Settings { region, .. } => Some(region),
+            Source::Built(client) => client.config().region().map(|r| r.as_ref()),
+        }
+    }
+
+    /// The timeouts the client's calls get: the settings', or a built
+    /// client's own (the same: an SQS client built from settings takes
+    /// theirs).
+    pub fn timeouts(&self) -> Option<&aws_config::timeout::TimeoutConfig> {
+        match &self.0 {
+            Source::Settings { sdk, .. } => sdk.timeout_config(),
+            Source::Built(client) => client.config().timeout_config(),
+        }
+    }
+
+    /// The aws-sdk-sqs client: built now from the settings, in the region,
+    /// with the SDK's retries and stalled-stream protection off; or the one
+    /// given.
+    pub fn sdk_client(self) -> aws_sdk_sqs::Client {
+        match self.0 {
+            Source::Settings { sdk, region } => {
+                let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(&*sdk))
+                    .region(Region::new(region))
+                    .build();
+                aws_sdk_sqs::Client::from_conf(conf)
+            }
+            Source::Built(client) => client,
+        }
+    }
 }
 
 /// The region of the SQS client: `SQS_REGION` when set, else the region the
@@ -189,6 +255,35 @@ mod tests {
             )]),
         )
         .expect("client");
-        assert_eq!(c.config().region().map(|r| r.as_ref()), Some("cn-north-1"));
+        assert_eq!(c.region(), Some("cn-north-1"));
+        let built = c.sdk_client();
+        assert_eq!(
+            built.config().region().map(|r| r.as_ref()),
+            Some("cn-north-1")
+        );
+        assert_eq!(SqsClientFor::from(built).region(), Some("cn-north-1"));
+    }
+
+    #[test]
+    fn the_settings_timeouts_are_the_built_clients() {
+        use aws_config::timeout::TimeoutConfig;
+        use std::time::Duration;
+        let timed = sdk(Some("us-east-1"), None)
+            .into_builder()
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(Duration::from_millis(700))
+                    .operation_attempt_timeout(Duration::from_secs(4))
+                    .build(),
+            )
+            .build();
+        let settings = sqs_client_for(&timed, &config(&[("QUEUE_NAME", "q")])).expect("client");
+        let from_settings = settings.timeouts().cloned();
+        let built = SqsClientFor::from(settings.sdk_client());
+        assert_eq!(from_settings, built.timeouts().cloned());
+        assert_eq!(
+            from_settings.and_then(|t| t.connect_timeout()),
+            Some(Duration::from_millis(700))
+        );
     }
 }

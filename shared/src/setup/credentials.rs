@@ -1,5 +1,18 @@
-//! AWS settings for the clients: the standard chain, or the temporary
-//! credentials of a role the forwarder assumes (`ASSUME_ROLE_ARN`).
+//! AWS settings for the clients: the function's own ([`own_sdk_config`]:
+//! the standard settings, with the credentials Lambda puts in the
+//! environment read from there), or the temporary credentials of a role the
+//! forwarder assumes (`ASSUME_ROLE_ARN`).
+//!
+//! Lambda hands a function its credentials in the environment
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), where
+//! the first link of aws-config's default chain, the environment provider,
+//! finds them. Building the whole chain only to ask that link cost 88% of a
+//! cold start's instructions (bench/results/profile-init.md): its web
+//! identity link builds an STS client, and the first SDK client of a process
+//! loads and parses every system root certificate. So when that link
+//! answers, it is the provider, and the chain is not built; otherwise
+//! (credentials from a profile, a web identity, a container or the instance)
+//! the chain is, as before.
 //!
 //! The role is assumed with aws-config's own [`AssumeRoleProvider`], on top of
 //! the function's own credentials, behind one cache of this module that every
@@ -14,6 +27,7 @@
 //! call later. Those first credentials are the cache's first, so a cold start
 //! costs one `AssumeRole` call, not one per client.
 
+use aws_config::environment::credentials::EnvironmentVariableCredentialsProvider;
 use aws_config::sts::AssumeRoleProvider;
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_credential_types::Credentials;
@@ -24,14 +38,39 @@ use crate::setup::config::{AssumeRole, Config};
 use crate::setup::error::SetupError;
 
 /// Load AWS settings from the environment (`AWS_REGION`, credentials,
-/// `AWS_ENDPOINT_URL_*`, ...) and, when the configuration names a role,
-/// switch the credentials to that role's.
+/// `AWS_ENDPOINT_URL_*`, ...; [`own_sdk_config`]) and, when the
+/// configuration names a role, switch the credentials to that role's.
 pub async fn load_sdk_config(config: &Config) -> Result<SdkConfig, SetupError> {
-    let base = aws_config::load_defaults(BehaviorVersion::latest()).await;
+    let base = own_sdk_config().await;
     match &config.assume_role {
         Some(role) => assume_role(base, role).await,
         None => Ok(base),
     }
+}
+
+/// The function's own AWS settings: aws-config's defaults
+/// (`aws_config::load_defaults`), with the environment's credentials
+/// provider in place of the default chain when the environment holds
+/// credentials, which that chain would then return (module docs).
+pub async fn own_sdk_config() -> SdkConfig {
+    let loader = aws_config::defaults(BehaviorVersion::latest());
+    let environment = EnvironmentVariableCredentialsProvider::new();
+    if answers_now(&environment) {
+        loader.credentials_provider(environment)
+    } else {
+        loader
+    }
+    .load()
+    .await
+}
+
+/// Whether `provider` has credentials to give at once (the environment
+/// provider reads its variables without waiting).
+fn answers_now(provider: &impl ProvideCredentials) -> bool {
+    matches!(
+        futures_util::FutureExt::now_or_never(provider.provide_credentials()),
+        Some(Ok(_))
+    )
 }
 
 /// `base` with `role`'s credentials in place of its own. STS is called with

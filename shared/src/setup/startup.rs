@@ -38,7 +38,7 @@ use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
 use crate::route::{Router, SourceKey};
 use crate::send::Forwarder;
-use crate::setup::client::sqs_client_for;
+use crate::setup::client::{SqsClientFor, sqs_client_for};
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
@@ -119,9 +119,7 @@ pub(crate) async fn connect_target(
 /// `s3:PutObject` on its prefix to the function), else `sdk`.
 async fn offload_sdk(sdk: &aws_config::SdkConfig, config: &Config) -> aws_config::SdkConfig {
     match (&config.assume_role, &config.offload) {
-        (Some(_), Some(_)) => {
-            aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
-        }
+        (Some(_), Some(_)) => crate::setup::credentials::own_sdk_config().await,
         _ => sdk.clone(),
     }
 }
@@ -133,12 +131,13 @@ async fn offload_sdk(sdk: &aws_config::SdkConfig, config: &Config) -> aws_config
 /// settings `client` was built from, when there are any (`SQS_CLIENT=direct`
 /// needs them); `s3`: those of the payload store (none: no store).
 async fn forwarder(
-    client: aws_sdk_sqs::Client,
+    client: impl Into<SqsClientFor>,
     sdk: Option<&aws_config::SdkConfig>,
     s3: Option<&aws_config::SdkConfig>,
     config: &Config,
 ) -> Result<Forwarder<SqsTransport>, SetupError> {
-    let region = client.config().region().cloned();
+    let client = client.into();
+    let region = client.region().map(str::to_owned);
     let (transport, queue) =
         crate::call::transport(client, sdk, config.sqs_client, &config.queue).await?;
     let (settings, rules) = config.send_settings(&queue);
@@ -176,12 +175,13 @@ fn with_offload_store(
     match &config.offload {
         None => Ok(forwarder),
         #[cfg(feature = "s3")]
-        Some(o) => Ok(
-            forwarder.with_payload_store(crate::send::offload::S3PayloadStore::new(
-                crate::send::offload::s3_client(sdk, o.force_path_style),
+        Some(o) => Ok(forwarder.with_payload_store(
+            crate::send::offload::S3PayloadStore::on_first_use(
+                sdk,
+                o.force_path_style,
                 o.bucket.clone(),
-            )),
-        ),
+            ),
+        )),
         #[cfg(not(feature = "s3"))]
         Some(_) => Err(SetupError::Config(crate::setup::error::ConfigError::new(
             "OVERSIZE_POLICY",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::HeaderValue;
 use http_body_util::Full;
-use hyper_rustls::{ConfigBuilderExt, HttpsConnector};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::{Client, ResponseFuture};
@@ -82,7 +82,7 @@ pub(super) fn endpoint_uri(url: &str) -> Result<http::Uri, SetupError> {
 
 /// The HTTP client for calls to `endpoint`: straight to it, or through the
 /// proxy `proxy` picks for it, as the SDK's HTTP client would
-/// ([`super::proxy`]). Loads the system's roots when TLS is spoken (an
+/// ([`super::proxy`]). Reads the system's roots when TLS is spoken (an
 /// `https` endpoint, or an `https://` proxy) and logs the proxy taken.
 pub(super) fn http_client(
     endpoint: &http::Uri,
@@ -148,22 +148,23 @@ pub(super) fn http_client(
     })
 }
 
-/// rustls with aws-lc-rs: the system's roots when TLS is spoken (`roots`),
-/// none otherwise (a plain-HTTP endpoint, local, has none to load).
+/// rustls with aws-lc-rs: the system's roots when TLS is spoken (`roots`;
+/// [`super::roots`]), none otherwise (a plain-HTTP endpoint, local, has none
+/// to load).
 fn tls_config(roots: bool, proxied: bool) -> Result<rustls::ClientConfig, SetupError> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| setup_error("TlsSetup", e.to_string()))?;
     let builder = if roots {
-        builder.with_native_roots().map_err(|e| {
+        builder.with_root_certificates(super::roots::system().map_err(|e| {
             let what = if proxied {
                 "TLS roots (for the endpoint or its https:// proxy)"
             } else {
                 "TLS roots"
             };
             setup_error("TlsSetup", format!("{what}: {e}"))
-        })?
+        })?)
     } else {
         builder.with_root_certificates(rustls::RootCertStore::empty())
     };
