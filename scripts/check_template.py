@@ -4,8 +4,9 @@
 * every function's CodeUri is a crate of the workspace, with a binary named
   after it (what `sam build` with cargo-lambda builds);
 * every environment variable a function is given is one the code reads
-  (the shared table in docs/configuration.md, or the function's own table in
-  functions/<name>/README.md), and the target queue is always given;
+  (the shared table in docs/configuration.md or a section of it named for
+  the variable, as the heading "## Routing rules (`ROUTES`)", or the function's own
+  table in functions/<name>/README.md), and the target queue is always given;
 * every !Ref / !GetAtt / ${...} names a resource, a parameter or a pseudo
   parameter;
 * runtime, architecture and build method are the ones this project builds for;
@@ -36,6 +37,11 @@
   it emits them with (read from the Rust source), one row per function,
   every queue and every alarm on it, the outputs a user needs, the
   dashboard's reading order docs/operating.md's; each with its negative tests;
+* the routing parameters (scripts/check_routing.py): the grants on
+  RouteTargetQueueArns and RouteKmsKeyArns, exactly and only when given,
+  ROUTES in the environment and the Kinesis mapping's FilterCriteria only
+  when set, every parameter in a console group, the routing parameters
+  documented; each with its negative tests;
 * the replay command's policy (ReplayPolicy) grants exactly the actions its
   README lists under "Permissions", none with a `*` action or resource (with
   negative tests: an extra action, a `*` resource).
@@ -54,6 +60,7 @@ import sys
 from cfnlint.decode import cfn_yaml
 
 import check_dashboard  # noqa: E402
+import check_routing  # noqa: E402
 from checks import Checks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,6 +78,13 @@ def table_vars(path, section=None):
     return [m.group(1) for m in re.finditer(r"^\| `([A-Z][A-Z0-9_]*)` \|", text, re.M)]
 
 
+def heading_vars(path):
+    """Variables documented in a section of their own: a heading that names
+    one, e.g. "## Routing rules (`ROUTES`)"."""
+    text = open(path, encoding="utf-8").read()
+    return re.findall(r"^#+ .*\(`([A-Z][A-Z0-9_]*)`\)\s*$", text, re.M)
+
+
 def walk(node, fn):
     fn(node)
     if isinstance(node, dict):
@@ -86,7 +100,8 @@ def main():
     resources = tpl.get("Resources", {})
     params = tpl.get("Parameters", {})
     names = set(resources) | set(params) | PSEUDO
-    shared_vars = set(table_vars(os.path.join(ROOT, "docs", "configuration.md"), "## Configuration"))
+    configuration = os.path.join(ROOT, "docs", "configuration.md")
+    shared_vars = set(table_vars(configuration, "## Configuration")) | set(heading_vars(configuration))
     check(shared_vars, f"docs/configuration.md documents {len(shared_vars)} shared variables")
     globals_env = (tpl.get("Globals", {}).get("Function", {}).get("Environment", {}).get("Variables", {}))
 
@@ -162,6 +177,7 @@ def main():
     hardening(tpl)
     negative_tests(tpl)
     check_dashboard.run(tpl, ROOT, check)
+    check_routing.run(tpl, ROOT, check, sam_translate)
 
     CHECKS.finish()
 

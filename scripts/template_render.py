@@ -4,7 +4,9 @@ values: which conditions hold, which resources exist, what a value becomes.
 What only a deployment knows becomes a placeholder: `<Resource>` for a
 `Ref`, `<Resource.Attribute>` for a `GetAtt`, `<AWS::Region>` for a pseudo
 parameter. Handles Ref, Fn::GetAtt, Fn::If, Fn::Join, Fn::Split, Fn::Select,
-Fn::Sub and the condition functions: what template.yaml uses.
+Fn::Sub and the condition functions: what template.yaml uses. A
+CommaDelimitedList parameter is a list, as CloudFormation makes it (`""` is
+`[""]`); a property that renders to `AWS::NoValue` is left out.
 """
 
 import re
@@ -21,6 +23,8 @@ def conditions_for(tpl, params):
             (k, v), = node.items()
             if k == "Ref":
                 return params.get(v, f"<{v}>")
+            if k == "Fn::Join":
+                return v[0].join(str(p) for p in ev(v[1]))
             if k == "Condition":
                 return cond(v)
             if k == "Fn::Equals":
@@ -45,6 +49,9 @@ def parameters(tpl, overrides):
     params = {k: str(v.get("Default", "")) if not isinstance(v.get("Default"), list) else v["Default"]
               for k, v in tpl.get("Parameters", {}).items()}
     params.update(overrides)
+    for k, v in tpl.get("Parameters", {}).items():
+        if v.get("Type") == "CommaDelimitedList" and isinstance(params[k], str):
+            params[k] = params[k].split(",")
     return params
 
 
@@ -73,6 +80,8 @@ class Stack:
         if len(node) == 1:
             (k, v), = node.items()
             if k == "Ref":
+                if isinstance(self.params.get(v), list):
+                    return list(self.params[v])
                 return NOVALUE if v == "AWS::NoValue" else self.name(v)
             if k == "Fn::GetAtt":
                 target = v if isinstance(v, list) else str(v).split(".", 1)
@@ -102,4 +111,5 @@ class Stack:
                     return self.name(name)
 
                 return re.sub(r"\$\{([^}]+)\}", var, text)
-        return {k: self.render(v, local) for k, v in node.items()}
+        out = {k: self.render(v, local) for k, v in node.items()}
+        return {k: v for k, v in out.items() if v is not NOVALUE}

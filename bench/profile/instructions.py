@@ -78,6 +78,20 @@ def counted(bench, stub, event, invocations, env, binary, work, tag, before=None
     return instructions(out)
 
 
+def routes_document(stub_url):
+    """Three targets (the default and two more on the stub); the 10,000 x 40 B
+    records (partition keys pk-0..pk-99, data {"n":i,"p":"..."}) split about
+    10% by partition key, 11% by a JSON field, the rest to the default, each
+    with a Number attribute read from the data."""
+    return json.dumps({
+        "targets": {"a": f"{stub_url}/123456789012/bench-route-a",
+                    "b": f"{stub_url}/123456789012/bench-route-b"},
+        "routes": [{"when": {"key": "partition_key", "suffix": "7"}, "target": "a"},
+                   {"when": {"field": "/n", "prefix": "2"}, "target": "b"}],
+        "attributes": {"n": {"field": "/n", "type": "Number"}},
+    }, separators=(",", ":"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--target-dir", default=os.environ.get("CARGO_TARGET_DIR", os.path.join(run.ROOT, "target")))
@@ -87,6 +101,10 @@ def main():
     ap.add_argument("--functions", default=",".join(DEFAULT),
                     help=f"comma-separated functions, of {', '.join(CASES)}")
     ap.add_argument("--fn-env", action="append", default=[], metavar="K=V")
+    ap.add_argument("--routes", action="store_true",
+                    help="kinesis-to-sqs with routing rules (ROUTES): three targets on the stub, records routed by "
+                         "partition key and by a JSON field, a Number attribute shaped from a field (what routing "
+                         "and shaping cost per message)")
     ap.add_argument("--cold-only", action="store_true",
                     help="count the cold start alone (no invocation: fast, and no RabbitMQ needed)")
     ap.add_argument("--keep", default="", metavar="DIR",
@@ -114,6 +132,10 @@ def main():
                 raise SystemExit(f"{fn}: its workload needs RabbitMQ on 127.0.0.1:5672")
             env, _, before, rabbit = envs
             env.update(fn_env)
+            if args.routes:
+                if fn != "kinesis-to-sqs":
+                    raise SystemExit("--routes: kinesis-to-sqs only (the other functions do not route yet)")
+                env["ROUTES"] = routes_document(stub.url)
             for profile in args.profiles.split(","):
                 binary = os.path.join(args.target_dir, profile, fn)
                 if not os.path.exists(binary):

@@ -38,7 +38,9 @@
 //! [`setup::startup`], one way); [`observe`] reports on it (logs and
 //! metrics). [`call::receive`] reads a queue, for tools that take messages
 //! back out of one (the replay command and the on-failure queue);
-//! [`event_reader`] reads a Lambda event borrowed, for the functions.
+//! [`event_reader`] reads a Lambda event borrowed, for the functions;
+//! [`route`] holds the routing rules (`ROUTES`: filter, target queue,
+//! shape) a function can ask about each record before it sends.
 //!
 //! ## In a Lambda function
 //!
@@ -91,6 +93,7 @@ pub mod call;
 pub mod event_reader;
 pub mod message;
 pub mod observe;
+pub mod route;
 pub mod send;
 pub mod setup;
 #[cfg(any(test, feature = "test-support"))]
@@ -104,13 +107,15 @@ pub use call::transport::Transport;
 pub use message::encode::{BodyEncoding, Entry};
 pub use message::limits::Limits;
 pub use message::{Attribute, AttributeValue, Body, Message};
+pub use route::{Decision, RecordView, Routes, Skip, SourceKey, TargetId};
 pub use send::batch::FifoOrder;
 pub use send::offload::{OffloadSettings, PayloadStore, SizeAttribute};
 pub use send::outcome::{Cause, Failure, MessageOutcome, Outcome, Summary};
 pub use send::retry::RetryPolicy;
 pub use send::sink::{Receipt, SinkError, SqsSink, SqsSinkBuilder};
 pub use send::{
-    Forwarder, OversizePolicy, SendSettings, Tally, Window, deadline_from_epoch_millis,
+    Fanout, Forwarder, OversizePolicy, Routed, SendSettings, Tally, Window,
+    deadline_from_epoch_millis,
 };
 pub use setup::config::{AssumeRole, Config, GroupIds};
 pub use setup::env::Env;

@@ -29,7 +29,11 @@
 //! ride together. When a message ends failed-retryable, its group is blocked
 //! for the rest of the call to [`Forwarder::forward`] ([`run`]).
 //!
-//! The steps, one file each: this file (the API and settings), [`run`] (the
+//! [`Fanout`] runs several forwarders, one per target queue, as one: the
+//! routing rules ([`crate::route`]) say which target each message goes to.
+//!
+//! The steps, one file each: this file (the API and settings), [`fanout`]
+//! (several target queues as one), [`run`] (the
 //! window and the scheduling loop), [`slot`] (what the window holds, and the
 //! puts waiting), [`call`] (one `SendMessageBatch` call), [`settle`] (a call's answer into
 //! outcomes and retries), [`group_state`] (the FIFO groups of a run) and
@@ -38,6 +42,7 @@
 
 pub mod batch;
 pub mod codes;
+pub mod fanout;
 pub mod offload;
 pub mod outcome;
 pub mod retry;
@@ -53,6 +58,7 @@ use crate::message::Message;
 use crate::message::encode::{EncodeRules, Entry};
 use crate::message::limits::Limits;
 use crate::send::batch::FifoOrder;
+pub use crate::send::fanout::{Fanout, Routed};
 use crate::send::offload::{OffloadSettings, PayloadStore};
 use crate::send::outcome::{Failure, MessageOutcome, Outcome, Summary};
 use crate::send::retry::RetryPolicy;
@@ -241,8 +247,9 @@ impl<T: Transport> Forwarder<T> {
         I: IntoIterator<Item = Message<P>>,
         F: FnMut(MessageOutcome<P>),
     {
-        run::Run::new(self, deadline, report)
-            .drive(messages.into_iter())
+        let targets = std::slice::from_ref(self);
+        run::Run::new(targets, deadline, report)
+            .drive(messages.into_iter().map(|m| Routed::To(0, m)))
             .await
     }
 

@@ -20,3 +20,4 @@ pub mod error;
 pub mod init_error;
 pub mod on_first_use;
 pub mod startup;
+pub mod targets;

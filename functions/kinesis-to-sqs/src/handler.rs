@@ -4,6 +4,7 @@
 
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use aws_lambda_events::event::streams::KinesisEventResponse;
+use sqs_forwarder::route::Router;
 use sqs_forwarder::{Forwarder, Transport};
 use tokio::time::Instant;
 
@@ -16,20 +17,23 @@ use crate::{metric, records};
 /// name it).
 const LOG_TARGET: &str = "kinesis_to_sqs";
 
-/// Forwards Kinesis batches: the settings and the forwarder.
+/// Forwards Kinesis batches: the settings and the router (the forwarder,
+/// or the routing rules and their targets' forwarders).
 #[derive(Debug)]
 pub struct Handler<T> {
     settings: Settings,
-    forwarder: Forwarder<T>,
+    router: Router<T>,
 }
 
 impl<T: Transport> Handler<T> {
-    /// A handler sending with `forwarder`.
+    /// A handler sending every record to `forwarder`'s queue.
     pub fn new(settings: Settings, forwarder: Forwarder<T>) -> Self {
-        Handler {
-            settings,
-            forwarder,
-        }
+        Self::routed(settings, Router::single(forwarder))
+    }
+
+    /// A handler sending each record where `router`'s rules say.
+    pub fn routed(settings: Settings, router: Router<T>) -> Self {
+        Handler { settings, router }
     }
 
     /// The settings.
@@ -37,9 +41,9 @@ impl<T: Transport> Handler<T> {
         &self.settings
     }
 
-    /// The forwarder.
+    /// The default target's forwarder.
     pub fn forwarder(&self) -> &Forwarder<T> {
-        &self.forwarder
+        self.router.default_target()
     }
 
     /// Forward one batch and answer which records Lambda must deliver again.
@@ -52,7 +56,9 @@ impl<T: Transport> Handler<T> {
         deadline: Option<Instant>,
     ) -> Result<KinesisEventResponse, AnswerError> {
         let total = event.records.len();
-        let fifo = self.forwarder.rules().fifo;
+        // With rules, messages carry FIFO ids when any target is FIFO; the
+        // router takes them off those bound for a standard queue.
+        let fifo = self.router.any_fifo();
         let infos = records::inspect(&event.records, &self.settings);
         let user_records: usize = infos
             .iter()
@@ -63,9 +69,11 @@ impl<T: Transport> Handler<T> {
         metrics::counter!(metric::USER_RECORDS).increment(user_records as u64);
 
         let mut tracker = checkpoint::Tracker::new(&infos);
-        let messages = records::messages(event.records, &infos, &self.settings, fifo);
-        let tally = self
-            .forwarder
+        let router = &self.router;
+        let messages =
+            records::messages(event.records, &infos, &self.settings, fifo, router.routes())
+                .map(|(plan, message)| router.route(plan, message));
+        let tally = router
             .forward(messages, deadline, |o| tracker.record(&o))
             .await;
         let summary = tally.summary;

@@ -3,6 +3,7 @@
 //! after each.
 
 use lambda_runtime::LambdaEvent;
+use sqs_forwarder::route::SourceKey;
 use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
@@ -21,6 +22,7 @@ pub struct Lambda {
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
+    const SOURCE_KEYS: Option<&'static [SourceKey]> = Some(crate::records::SOURCE_KEYS);
     type Settings = Settings;
 
     fn settings(env: &Env) -> Result<Settings, ConfigError> {
@@ -34,7 +36,7 @@ impl ColdStart for Lambda {
     async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         Ok(Lambda {
             kept: started.kept(),
-            handler: Handler::new(settings, started.forwarder),
+            handler: Handler::routed(settings, started.router),
         })
     }
 }

@@ -23,6 +23,7 @@
 //!   of the value: still deterministic, still one per key.
 
 use aws_lambda_events::event::kinesis::{KinesisEventRecord, KinesisRecord};
+use sqs_forwarder::route::{Plan, RecordView, Routes, SourceKey};
 use sqs_forwarder::{Body, Failure, Message};
 
 use crate::kpl;
@@ -111,7 +112,9 @@ impl OwnedOrigin {
 /// target is a FIFO queue (group and deduplication ids are set only then).
 pub fn prepare(records: Vec<KinesisEventRecord>, settings: &Settings, fifo: bool) -> Prepared {
     let infos = inspect(&records, settings);
-    let messages = messages(records, &infos, settings, fifo).collect();
+    let messages = messages(records, &infos, settings, fifo, None)
+        .map(|(_, m)| m)
+        .collect();
     Prepared {
         records: infos,
         messages,
@@ -158,14 +161,50 @@ pub fn messages<'a>(
     infos: &'a [RecordInfo],
     settings: &'a Settings,
     fifo: bool,
+    routes: Option<&'a Routes>,
 ) -> Messages<'a> {
     Messages {
         records: records.into_iter().enumerate(),
         infos,
         settings,
         fifo,
+        routes,
         current: None,
     }
+}
+
+/// What the routing rules see of a (user) record: its data and its
+/// partition key.
+struct View<'a> {
+    data: &'a [u8],
+    partition_key: &'a str,
+}
+
+impl RecordView for View<'_> {
+    fn data(&self) -> Option<&[u8]> {
+        Some(self.data)
+    }
+
+    fn key(&self, key: SourceKey, _: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
+        match key {
+            SourceKey::PartitionKey => Some(self.partition_key.into()),
+            _ => None,
+        }
+    }
+}
+
+/// The source keys kinesis-to-sqs offers the routing rules.
+pub const SOURCE_KEYS: &[SourceKey] = &[SourceKey::PartitionKey];
+
+/// The rules' plan for a (user) record, read before its data moves into its
+/// message.
+fn plan(routes: Option<&Routes>, data: &[u8], partition_key: &str) -> Option<Plan> {
+    routes.map(|r| {
+        r.plan(&View {
+            data,
+            partition_key,
+        })
+    })
 }
 
 /// The iterator [`messages`] returns.
@@ -174,6 +213,7 @@ pub struct Messages<'a> {
     infos: &'a [RecordInfo],
     settings: &'a Settings,
     fifo: bool,
+    routes: Option<&'a Routes>,
     current: Option<Aggregated>,
 }
 
@@ -186,9 +226,10 @@ struct Aggregated {
 }
 
 impl Iterator for Messages<'_> {
-    type Item = Message<Position>;
+    /// The routing rules' plan (none without rules) and the message.
+    type Item = (Option<Plan>, Message<Position>);
 
-    fn next(&mut self) -> Option<Message<Position>> {
+    fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(current) = &mut self.current {
                 if let Some(user) = current.users.next() {
@@ -199,19 +240,23 @@ impl Iterator for Messages<'_> {
                         sub_sequence: Some(sub),
                     };
                     let Ok(user) = user else {
-                        return Some(unreadable(position));
+                        return Some((None, unreadable(position)));
                     };
-                    return Some(message(
-                        &current.origin.view(),
-                        User {
-                            partition_key: &user.partition_key,
-                            explicit_hash_key: user.explicit_hash_key.as_deref(),
-                            sub_sequence: Some(sub),
-                            data: user.data.to_vec(),
-                        },
-                        self.settings,
-                        self.fifo,
-                        position,
+                    let plan = plan(self.routes, &user.data, &user.partition_key);
+                    return Some((
+                        plan,
+                        message(
+                            &current.origin.view(),
+                            User {
+                                partition_key: &user.partition_key,
+                                explicit_hash_key: user.explicit_hash_key.as_deref(),
+                                sub_sequence: Some(sub),
+                                data: user.data.to_vec(),
+                            },
+                            self.settings,
+                            self.fifo,
+                            position,
+                        ),
                     ));
                 }
                 self.current = None;
@@ -253,10 +298,11 @@ impl Iterator for Messages<'_> {
                         continue;
                     }
                     Err(_) => {
-                        return Some(unreadable(Position {
+                        let position = Position {
                             record: index,
                             sub_sequence: None,
-                        }));
+                        };
+                        return Some((None, unreadable(position)));
                     }
                 }
             }
@@ -264,7 +310,8 @@ impl Iterator for Messages<'_> {
                 record: index,
                 sub_sequence: None,
             };
-            return Some(message(
+            let plan = plan(self.routes, &data.0, &partition_key);
+            let message = message(
                 &origin.view(),
                 User {
                     partition_key: &partition_key,
@@ -275,7 +322,8 @@ impl Iterator for Messages<'_> {
                 self.settings,
                 self.fifo,
                 position,
-            ));
+            );
+            return Some((plan, message));
         }
     }
 }

@@ -85,3 +85,29 @@ async fn a_queue_that_cannot_be_read_fails_the_init_as_start_failed() {
     assert!(error.error_message.contains("no-such-queue"), "{error:?}");
     assert_eq!(exit, Some(2));
 }
+
+#[tokio::test]
+async fn bad_routing_rules_fail_the_init_naming_the_rule() {
+    // kinesis-to-sqs offers the partition key, not an S3 bucket.
+    let (error, exit) = init_error(
+        BINARY,
+        &[
+            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
+            (
+                "ROUTES",
+                r#"{"routes": [{"when": {"key": "bucket", "equals": "b"}, "target": "default"}]}"#,
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(error.error_type, "KinesisToSqs.InvalidConfiguration");
+    assert!(
+        error
+            .error_message
+            .starts_with("invalid configuration: ROUTES=")
+            && error.error_message.contains("routes[0]")
+            && error.error_message.contains("partition_key"),
+        "{error:?}"
+    );
+    assert_eq!(exit, Some(2));
+}

@@ -13,6 +13,8 @@
 //! | `OrderInversions` | FIFO groups whose order a partial failure may have broken |
 //! | `PayloadsOffloaded` | payloads stored in S3 under `OVERSIZE_POLICY=offload` |
 //! | `BytesOffloaded` | bytes of those payloads |
+//! | `FilteredOut` | records a `ROUTES` filter dropped (counted by the function) |
+//! | `Unmatched` | records no `ROUTES` route matched, dropped under `"unmatched": "drop"` (counted by the function) |
 
 /// Messages handed to the forwarder.
 pub const MESSAGES_IN: &str = "MessagesIn";
@@ -34,6 +36,12 @@ pub const ORDER_INVERSIONS: &str = "OrderInversions";
 pub const PAYLOADS_OFFLOADED: &str = "PayloadsOffloaded";
 /// Bytes of payloads stored in S3.
 pub const BYTES_OFFLOADED: &str = "BytesOffloaded";
+/// Records the routing rules' filter dropped ([`crate::route::Skip::FilteredOut`]);
+/// the function that asked the rules counts them.
+pub const FILTERED_OUT: &str = "FilteredOut";
+/// Records no route matched, dropped ([`crate::route::Skip::Unmatched`]);
+/// the function that asked the rules counts them.
+pub const UNMATCHED: &str = "Unmatched";
 
 pub(crate) fn messages_in(n: usize) {
     metrics::counter!(MESSAGES_IN).increment(n as u64);

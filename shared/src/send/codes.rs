@@ -74,6 +74,11 @@ pub const INVALID_DELAY: &str = "InvalidDelay";
 pub const INVALID_ATTRIBUTE: &str = "InvalidAttribute";
 /// An entry the SDK refused to build (aws-sdk-sqs client only).
 pub const INVALID_ENTRY: &str = "InvalidEntry";
+/// A record the routing rules (`ROUTES`) cannot shape as they say: the
+/// `body` field it lacks or data that is not JSON, a `Number` attribute
+/// whose value is not a number, an `attributes_from` that is not an object
+/// of attributes. Made with [`Failure::content`](crate::Failure::content).
+pub const SHAPE_FAILED: &str = "ShapeFailed";
 
 // Size (permanent, `Cause::TooLarge`).
 

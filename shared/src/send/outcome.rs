@@ -50,6 +50,7 @@ const CONTENT_CODES: &[&str] = &[
     codes::MISSING_DEDUPLICATION_ID,
     codes::INVALID_DELAY,
     codes::INVALID_PARAMETER_VALUE,
+    codes::SHAPE_FAILED,
 ];
 
 /// Codes about a message's size.

@@ -1,8 +1,11 @@
-//! The window and the scheduling loop of one [`Forwarder::forward`].
+//! The window and the scheduling loop of one [`Forwarder::forward`] (or
+//! [`Fanout::forward`](super::Fanout::forward): one run over several target
+//! queues).
 //!
 //! [`Run`] owns everything a call to `forward` holds: the messages read and
-//! not yet settled (`pending`, keyed by read order, [`Slot`]s), the FIFO
-//! groups ([`Groups`]), the retry wake-ups, and the window's counts. The loop reads from the source while
+//! not yet settled (`pending`: per target, keyed by read order, [`Slot`]s), the FIFO groups of each target ([`Groups`]), the retry wake-ups,
+//! and the window's counts. The window, the deadline and the calls in flight
+//! are the run's; limits, FIFO rules, retries and offload are each target's. The loop reads from the source while
 //! the window has room, starts S3 puts and calls while fewer than
 //! `max_in_flight` of each are out, and then waits for whichever comes
 //! first: a call or put finishing, a retry's backoff ending, the deadline.
@@ -16,6 +19,7 @@ use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
+use super::fanout::Routed;
 use super::group_state::{Groups, group_blocked};
 use super::slot::{Batch, Done, Held, Put, Slot, Staging};
 use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
@@ -27,14 +31,17 @@ use crate::send::batch::{Candidate, Picked, pick};
 use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
 pub(super) struct Run<'a, T, P, F> {
-    pub fwd: &'a Forwarder<T>,
+    /// The forwarders, one per target queue (index 0 first).
+    pub targets: &'a [Forwarder<T>],
     pub deadline: Option<Instant>,
     report: F,
     window: Window,
     /// Messages read and not settled, not in a call: by read index.
-    pub pending: BTreeMap<usize, Slot<P>>,
-    /// FIFO groups in a call or blocked.
-    pub groups: Groups,
+    /// Per target, so that picking a target's batch walks its own messages
+    /// only.
+    pub pending: Vec<BTreeMap<usize, Slot<P>>>,
+    /// FIFO groups in a call or blocked, per target.
+    pub groups: Vec<Groups>,
     /// Every retry time set by `settle` (one per call), earliest first: the
     /// next wake-up without walking every pending message.
     pub wakes: BinaryHeap<Reverse<Instant>>,
@@ -47,15 +54,23 @@ pub(super) struct Run<'a, T, P, F> {
 }
 
 impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
-    pub fn new(fwd: &'a Forwarder<T>, deadline: Option<Instant>, report: F) -> Self {
-        let s = &fwd.settings;
+    /// A run over `targets` (at least one; the first one's window and calls
+    /// in flight are the run's).
+    pub fn new(targets: &'a [Forwarder<T>], deadline: Option<Instant>, report: F) -> Self {
+        let window = targets
+            .first()
+            .map(|f| {
+                let s = &f.settings;
+                s.window.effective(&s.limits, s.max_in_flight)
+            })
+            .unwrap_or_default();
         Run {
-            fwd,
+            targets,
             deadline,
             report,
-            window: s.window.effective(&s.limits, s.max_in_flight),
-            pending: BTreeMap::new(),
-            groups: Groups::default(),
+            window,
+            pending: targets.iter().map(|_| BTreeMap::new()).collect(),
+            groups: targets.iter().map(|_| Groups::default()).collect(),
             wakes: BinaryHeap::new(),
             queued: VecDeque::new(),
             held: Held::default(),
@@ -65,9 +80,25 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     }
 
     /// Run to the end of the source and of every message read from it.
-    pub async fn drive(mut self, mut source: impl Iterator<Item = Message<P>>) -> Tally {
-        let fwd = self.fwd;
-        let max = fwd.settings.max_in_flight.max(1);
+    pub async fn drive(mut self, mut source: impl Iterator<Item = Routed<P>>) -> Tally {
+        let targets = self.targets;
+        let Some(first) = targets.first() else {
+            // No forwarder: nothing can be sent (unreachable through the
+            // public API, which always has the default target).
+            for routed in source {
+                let position = match routed {
+                    Routed::To(_, m) => m.position,
+                    Routed::Settled(p, _) => p,
+                };
+                self.next_index();
+                self.report(position, unschedulable(), 0);
+            }
+            return self.finish();
+        };
+        let max = first.settings.max_in_flight.max(1);
+        // The target whose batch is looked at first, turning after each call
+        // so that no target waits behind another's.
+        let mut turn = 0usize;
         let mut exhausted = false;
         let mut in_flight = FuturesUnordered::new();
         let (mut calls, mut puts) = (0usize, 0usize);
@@ -77,16 +108,23 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             if self.past_deadline(now) {
                 self.expire();
                 if !exhausted {
-                    for message in source.by_ref() {
+                    for routed in source.by_ref() {
                         self.next_index();
-                        self.report(message.position, deadline_exceeded(), 0);
+                        match routed {
+                            Routed::To(_, m) => self.report(m.position, deadline_exceeded(), 0),
+                            Routed::Settled(p, outcome) => self.report(p, outcome, 0),
+                        }
                     }
                     exhausted = true;
                 }
             }
             while !exhausted && self.has_room() {
                 match source.next() {
-                    Some(message) => self.admit(message),
+                    Some(Routed::To(target, message)) => self.admit(target, message),
+                    Some(Routed::Settled(position, outcome)) => {
+                        self.next_index();
+                        self.report(position, outcome, 0);
+                    }
                     None => exhausted = true,
                 }
             }
@@ -95,24 +133,34 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             while puts < max
                 && let Some(put) = self.queued.pop_front()
             {
-                if let Some(slot) = self.pending.get_mut(&put.index) {
+                if let Some(slot) = self
+                    .pending
+                    .get_mut(put.target)
+                    .and_then(|p| p.get_mut(&put.index))
+                    && let Some(fwd) = targets.get(put.target)
+                {
                     slot.staging = Staging::Putting;
                     in_flight.push(Either::Right(fwd.put(put, self.deadline)));
                     puts += 1;
                 }
             }
-            while calls < max {
-                let picked = self.pick(now);
-                if picked.indices.is_empty() {
-                    break;
+            // Each target in turn, as long as calls may start: a target's
+            // batch that no limit has closed could take messages the source
+            // still holds, or payloads on their way to S3; it waits for them
+            // while something else is out.
+            let mut idle = 0;
+            while calls < max && idle < targets.len() {
+                let t = turn % targets.len();
+                let picked = self.pick(t, now);
+                if picked.indices.is_empty()
+                    || (!picked.closed && (puts > 0 || (!exhausted && calls > 0)))
+                {
+                    turn += 1;
+                    idle += 1;
+                    continue;
                 }
-                // A batch no limit has closed could take messages the source
-                // still holds, or payloads on their way to S3: wait for them
-                // while something else is out.
-                if !picked.closed && (puts > 0 || (!exhausted && calls > 0)) {
-                    break;
-                }
-                let batch = self.take(picked.indices);
+                let fwd = &targets[t];
+                let batch = self.take(t, picked.indices);
                 let timeout = match self.deadline {
                     Some(d) => fwd
                         .settings
@@ -122,9 +170,13 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                 };
                 in_flight.push(Either::Left(fwd.call(batch, timeout)));
                 calls += 1;
+                if targets.len() > 1 {
+                    turn += 1;
+                    idle = 0;
+                }
             }
 
-            if in_flight.is_empty() && self.pending.is_empty() && exhausted {
+            if in_flight.is_empty() && self.nothing_pending() && exhausted {
                 return self.finish();
             }
             // The earliest retry time still ahead. Times of messages that
@@ -137,7 +189,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             let wake = match (wake, self.deadline) {
                 (Some(w), Some(d)) => Some(w.min(d)),
                 (Some(w), None) => Some(w),
-                (None, d) if !self.pending.is_empty() => d,
+                (None, d) if !self.nothing_pending() => d,
                 (None, _) => None,
             };
             if in_flight.is_empty() {
@@ -165,12 +217,13 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     }
                 }
                 Some(Done::Put {
+                    target,
                     index,
                     bytes,
                     result,
                 }) => {
                     puts -= 1;
-                    self.stored(index, bytes, result);
+                    self.stored(target, index, bytes, result);
                 }
                 None => {}
             }
@@ -195,11 +248,16 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
 
     /// Read one message into the window, or settle it at once (invalid,
     /// oversize, its group blocked).
-    fn admit(&mut self, message: Message<P>) {
+    fn admit(&mut self, target: usize, message: Message<P>) {
         let index = self.next_index();
-        let rules = &self.fwd.rules;
-        let settings = &self.fwd.settings;
-        let offloading = self.fwd.offloads();
+        let Some(fwd) = self.targets.get(target) else {
+            // A target index the run does not have: a caller's bug, never a
+            // panic (the routing rules only name configured targets).
+            return self.report(message.position, unknown_target(target), 0);
+        };
+        let rules = &fwd.rules;
+        let settings = &fwd.settings;
+        let offloading = fwd.offloads();
         let (position, prepared) = prepare(message, rules);
         let prepared = match prepared {
             Ok(entry) if offloading => reserved_names(entry),
@@ -211,31 +269,32 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         };
         if rules.fifo
             && let Some(g) = &entry.group_id
-            && let Some(by) = self.groups.blocked(g)
+            && let Some(by) = self.groups[target].blocked(g)
         {
             let failure = group_blocked(g, by);
             return self.report(position, Outcome::Failed(failure), 0);
         }
         let limit = settings.limits.largest_message();
         if offloading && settings.offload.offloads(entry.size, limit) {
-            return self.stage(index, position, entry);
+            return self.stage(target, index, position, entry);
         }
         if entry.size > limit {
-            let outcome = self.fwd.oversize(index, entry.size, limit);
+            let outcome = fwd.oversize(index, entry.size, limit);
             return self.report(position, outcome, 0);
         }
         let bytes = entry.size;
-        self.hold(index, self.slot(entry, position, bytes));
+        self.hold(index, self.slot(target, entry, position, bytes));
     }
 
-    pub fn slot(&self, entry: Entry, position: P, bytes: usize) -> Slot<P> {
+    pub fn slot(&self, target: usize, entry: Entry, position: P, bytes: usize) -> Slot<P> {
         Slot {
+            target,
             entry: Arc::new(entry),
             position,
             attempts: 0,
             calls: 0,
             not_before: Instant::now(),
-            max_batch: self.fwd.settings.limits.max_entries,
+            max_batch: self.targets[target].settings.limits.max_entries,
             staging: Staging::Done,
             bytes,
         }
@@ -247,7 +306,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         self.held.bytes += slot.bytes;
         self.tally.peak_messages = self.tally.peak_messages.max(self.held.messages);
         self.tally.peak_bytes = self.tally.peak_bytes.max(self.held.bytes);
-        self.pending.insert(index, slot);
+        self.pending[slot.target].insert(index, slot);
     }
 
     /// A held message's bytes changed (its payload went to S3).
@@ -278,9 +337,12 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         self.report(slot.position, outcome, attempts);
     }
 
-    fn pick(&self, now: Instant) -> Picked {
-        let fifo = self.fwd.rules.fifo;
-        let candidates = self.pending.iter().map(|(i, s)| Candidate {
+    /// The next batch for target `t`.
+    fn pick(&self, t: usize, now: Instant) -> Picked {
+        let fwd = &self.targets[t];
+        let fifo = fwd.rules.fifo;
+        let groups = &self.groups[t];
+        let candidates = self.pending[t].iter().map(|(i, s)| Candidate {
             index: *i,
             size: s.entry.size,
             group: if fifo {
@@ -293,23 +355,23 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         });
         pick(
             candidates,
-            &self.fwd.settings.limits,
-            self.fwd.settings.fifo_order,
-            |g| self.groups.is_busy(g),
+            &fwd.settings.limits,
+            fwd.settings.fifo_order,
+            |g| groups.is_busy(g),
         )
     }
 
     /// Take the picked messages out of `pending` into a call.
-    fn take(&mut self, picked: Vec<usize>) -> Batch<P> {
+    fn take(&mut self, t: usize, picked: Vec<usize>) -> Batch<P> {
         let mut batch = Vec::with_capacity(picked.len());
         for index in picked {
-            if let Some(mut slot) = self.pending.remove(&index) {
+            if let Some(mut slot) = self.pending[t].remove(&index) {
                 slot.attempts += 1;
                 slot.calls += 1;
                 batch.push((index, slot));
             }
         }
-        self.enter_groups(&batch);
+        self.enter_groups(t, &batch);
         batch
     }
 
@@ -317,33 +379,34 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     /// retryable.
     fn expire(&mut self) {
         self.queued.clear();
-        let expired: Vec<usize> = self
-            .pending
-            .iter()
-            .filter(|(_, s)| s.staging != Staging::Putting)
-            .map(|(i, _)| *i)
-            .collect();
-        for index in expired {
-            if let Some(slot) = self.pending.remove(&index) {
-                let calls = slot.calls;
-                self.settle_slot(slot, deadline_exceeded(), calls);
+        for t in 0..self.pending.len() {
+            let expired: Vec<usize> = self.pending[t]
+                .iter()
+                .filter(|(_, s)| s.staging != Staging::Putting)
+                .map(|(i, _)| *i)
+                .collect();
+            for index in expired {
+                if let Some(slot) = self.pending[t].remove(&index) {
+                    let calls = slot.calls;
+                    self.settle_slot(slot, deadline_exceeded(), calls);
+                }
             }
         }
     }
 
     fn unschedulable(&mut self) {
-        for (_, slot) in std::mem::take(&mut self.pending) {
-            let calls = slot.calls;
-            self.settle_slot(
-                slot,
-                Outcome::Failed(Failure::transient(
-                    crate::send::codes::UNSCHEDULABLE,
-                    "the forwarder could not schedule this message",
-                )),
-                calls,
-            );
+        for t in 0..self.pending.len() {
+            for (_, slot) in std::mem::take(&mut self.pending[t]) {
+                let calls = slot.calls;
+                self.settle_slot(slot, unschedulable(), calls);
+            }
         }
         self.queued.clear();
+    }
+
+    /// Whether no target holds a message outside a call.
+    fn nothing_pending(&self) -> bool {
+        self.pending.iter().all(BTreeMap::is_empty)
     }
 
     fn finish(self) -> Tally {
@@ -354,6 +417,20 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         m::messages_dropped(s.dropped);
         self.tally
     }
+}
+
+fn unschedulable() -> Outcome {
+    Outcome::Failed(Failure::transient(
+        crate::send::codes::UNSCHEDULABLE,
+        "the forwarder could not schedule this message",
+    ))
+}
+
+fn unknown_target(target: usize) -> Outcome {
+    Outcome::Failed(Failure::transient(
+        crate::send::codes::UNSCHEDULABLE,
+        format!("no target queue {target} in this forwarder"),
+    ))
 }
 
 fn deadline_exceeded() -> Outcome {

@@ -19,10 +19,14 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// Settle a call's entries; the retry time if any entry is retried.
     pub(super) fn settle(&mut self, batch: Batch<P>, result: CallResult) -> Option<Instant> {
         let n = batch.len();
+        // A batch goes to one target.
+        let fwd = batch
+            .first()
+            .and_then(|(_, s)| self.targets.get(s.target))?;
         // One retry time per call: the entries a call failed go out again
         // together, in as few calls as before, not one call each.
         let most = batch.iter().map(|(_, s)| s.attempts).max().unwrap_or(1);
-        let at = Instant::now() + self.fwd.settings.retry.backoff(most);
+        let at = Instant::now() + fwd.settings.retry.backoff(most);
         let mut retried = false;
         match result {
             Ok(results) => {
@@ -63,7 +67,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                             sender_fault,
                         }) => {
                             let failure = EntryResult::failure(&code, &message, sender_fault);
-                            if self.fwd.rules.fifo
+                            if fwd.rules.fifo
                                 && failure.retryable
                                 && let Some(g) = &slot.entry.group_id
                             {
@@ -94,7 +98,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                         self.settle_slot(slot, Outcome::Failed(failure), calls);
                     } else {
                         slot.max_batch = (n / 2).max(1);
-                        self.pending.insert(index, slot);
+                        self.pending[slot.target].insert(index, slot);
                     }
                 }
             }
@@ -122,11 +126,12 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         at: Instant,
     ) -> bool {
         let attempts = slot.attempts;
+        let fwd = &self.targets[slot.target];
         if !failure.retryable {
             self.settle_slot(slot, Outcome::Failed(failure), attempts);
             return false;
         }
-        let why = if attempts >= self.fwd.settings.retry.max_attempts {
+        let why = if attempts >= fwd.settings.retry.max_attempts {
             Some(format!("gave up after {attempts} attempts"))
         } else if self.deadline.is_some_and(|d| at + MIN_CALL_TIME > d) {
             Some("no time left before the deadline to retry".to_owned())
@@ -138,14 +143,14 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                 message: format!("{} ({why})", failure.message),
                 ..failure
             };
-            let group = slot.entry.group_id.clone();
+            let (target, group) = (slot.target, slot.entry.group_id.clone());
             self.settle_slot(slot, Outcome::Failed(failure), attempts);
-            self.block_group(index, group.as_deref(), BlockedBy::Failed);
+            self.block_group(target, index, group.as_deref(), BlockedBy::Failed);
             return false;
         }
-        if self.fwd.rules.fifo
+        if fwd.rules.fifo
             && let Some(g) = slot.entry.group_id.as_deref()
-            && let Some(by) = self.groups.blocked(g)
+            && let Some(by) = self.groups[slot.target].blocked(g)
         {
             // An earlier message of its group gave up meanwhile (in this
             // same call): a retry would overtake it.
@@ -155,7 +160,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
         }
         m::retry();
         slot.not_before = at;
-        self.pending.insert(index, slot);
+        self.pending[slot.target].insert(index, slot);
         true
     }
 }

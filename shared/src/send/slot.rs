@@ -13,6 +13,8 @@ use crate::send::outcome::Failure;
 
 /// A message read and not yet settled.
 pub(super) struct Slot<P> {
+    /// The target queue it goes to (an index into the run's forwarders).
+    pub target: usize,
     pub entry: Arc<Entry>,
     pub position: P,
     /// Attempts that count against the retry budget (a split after
@@ -51,6 +53,7 @@ pub(super) type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
 pub(super) enum Done<P> {
     Call(Batch<P>, CallResult),
     Put {
+        target: usize,
         index: usize,
         bytes: usize,
         result: Result<(), Failure>,
@@ -67,6 +70,7 @@ pub(super) struct Held {
 
 /// A payload waiting for its put.
 pub(super) struct Put {
+    pub target: usize,
     pub index: usize,
     pub key: String,
     pub payload: String,

@@ -24,8 +24,8 @@ use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// Stage a message for offload: its pointer holds its place, its
     /// payload waits for a put.
-    pub(super) fn stage(&mut self, index: usize, position: P, mut entry: Entry) {
-        let fwd = self.fwd;
+    pub(super) fn stage(&mut self, target: usize, index: usize, position: P, mut entry: Entry) {
+        let fwd = &self.targets[target];
         let Some(store) = fwd.store.as_deref() else {
             let failure = Failure::transient(
                 crate::send::codes::OFFLOAD_NOT_CONFIGURED,
@@ -54,15 +54,16 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             Ok(pointer) => pointer,
             Err(failure) => {
                 let group = entry.group_id.take();
-                return self.offload_failed(index, position, group, failure);
+                return self.offload_failed(target, index, position, group, failure);
             }
         };
         let payload = std::mem::take(&mut entry.body);
         let bytes = payload.len() + pointer.size;
-        let mut slot = self.slot(pointer, position, bytes);
+        let mut slot = self.slot(target, pointer, position, bytes);
         slot.staging = Staging::Queued;
         self.hold(index, slot);
         self.queued.push_back(Put {
+            target,
             index,
             key,
             payload,
@@ -70,9 +71,15 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     }
 
     /// A put finished: the pointer is ready, or the message fails.
-    pub(super) fn stored(&mut self, index: usize, bytes: usize, result: Result<(), Failure>) {
+    pub(super) fn stored(
+        &mut self,
+        target: usize,
+        index: usize,
+        bytes: usize,
+        result: Result<(), Failure>,
+    ) {
         // Gone already: settled by the deadline or its group's block.
-        let Some(slot) = self.pending.get_mut(&index) else {
+        let Some(slot) = self.pending.get_mut(target).and_then(|p| p.get_mut(&index)) else {
             return;
         };
         match result {
@@ -83,10 +90,10 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
                 self.shrink(bytes);
             }
             Err(failure) => {
-                if let Some(slot) = self.pending.remove(&index) {
+                if let Some(slot) = self.pending[target].remove(&index) {
                     let group = slot.entry.group_id.clone();
                     self.settle_slot(slot, Outcome::Failed(failure.clone()), 0);
-                    self.log_and_block(index, group, &failure);
+                    self.log_and_block(target, index, group, &failure);
                 }
             }
         }
@@ -95,16 +102,23 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
     /// A message could not be offloaded before it was held.
     fn offload_failed(
         &mut self,
+        target: usize,
         index: usize,
         position: P,
         group: Option<String>,
         failure: Failure,
     ) {
         self.report(position, Outcome::Failed(failure.clone()), 0);
-        self.log_and_block(index, group, &failure);
+        self.log_and_block(target, index, group, &failure);
     }
 
-    fn log_and_block(&mut self, index: usize, group: Option<String>, failure: &Failure) {
+    fn log_and_block(
+        &mut self,
+        target: usize,
+        index: usize,
+        group: Option<String>,
+        failure: &Failure,
+    ) {
         tracing::warn!(
             index,
             code = %failure.code,
@@ -113,7 +127,7 @@ impl<T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'_, T, P, F> {
             "a payload could not be offloaded to S3"
         );
         if failure.retryable {
-            self.block_group(index, group.as_deref(), BlockedBy::Offload);
+            self.block_group(target, index, group.as_deref(), BlockedBy::Offload);
         }
     }
 }
@@ -124,11 +138,13 @@ impl<T: Transport> Forwarder<T> {
         let Put {
             index,
             key,
+            target,
             payload,
         } = put;
         let bytes = payload.len();
         let result = self.put_payload(&key, payload, deadline).await;
         Done::Put {
+            target,
             index,
             bytes,
             result,

@@ -36,11 +36,13 @@ use std::time::Duration;
 
 use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
+use crate::route::{Router, SourceKey};
 use crate::send::Forwarder;
 use crate::setup::client::{SqsClientFor, sqs_client_for};
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
+use crate::setup::targets;
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
 /// settings from the environment (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, ...),
@@ -95,12 +97,31 @@ async fn load_and_connect(
 ) -> Result<(aws_config::SdkConfig, Forwarder<SqsTransport>), SetupError> {
     config.check_group_ids(group_ids)?;
     let sdk = crate::setup::credentials::load_sdk_config(config).await?;
-    let s3 = match (&config.assume_role, &config.offload) {
-        (Some(_), Some(_)) => crate::setup::credentials::own_sdk_config().await,
-        _ => sdk.clone(),
-    };
+    let s3 = offload_sdk(&sdk, config).await;
     let forwarder = forwarder(sqs_client_for(&sdk, config)?, Some(&sdk), Some(&s3), config).await?;
     Ok((sdk, forwarder))
+}
+
+/// One extra target's forwarder (`config` is the shared configuration with
+/// the target's queue): connected as the default queue is, with the same
+/// AWS settings, and under `OVERSIZE_POLICY=offload` the same payload store
+/// (the function's own credentials when it assumes a role).
+pub(crate) async fn connect_target(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+) -> Result<Forwarder<SqsTransport>, SetupError> {
+    let s3 = offload_sdk(sdk, config).await;
+    forwarder(sqs_client_for(sdk, config)?, Some(sdk), Some(&s3), config).await
+}
+
+/// The AWS settings of the offload bucket's client: the function's own
+/// credentials when it assumes a role for the queue (the template grants
+/// `s3:PutObject` on its prefix to the function), else `sdk`.
+async fn offload_sdk(sdk: &aws_config::SdkConfig, config: &Config) -> aws_config::SdkConfig {
+    match (&config.assume_role, &config.offload) {
+        (Some(_), Some(_)) => crate::setup::credentials::own_sdk_config().await,
+        _ => sdk.clone(),
+    }
 }
 
 /// The steps of every start, in order: the client chosen and the queue
@@ -177,6 +198,10 @@ pub struct Started {
     pub config: Config,
     /// The forwarder to the target queue.
     pub forwarder: Forwarder<SqsTransport>,
+    /// The routing rules over this forwarder and their extra targets'
+    /// (without `ROUTES`: this forwarder alone); [`cold_start`] connects
+    /// the targets ([`crate::setup::targets`]).
+    pub router: Router<SqsTransport>,
     /// Logs and metrics.
     pub observability: Observability,
     /// The AWS settings the SQS client was built from (the function's
@@ -248,6 +273,7 @@ pub async fn start_with(
     let (sdk, forwarder) = load_and_connect(&config, group_ids).await?;
     Ok(Started {
         config,
+        router: Router::single(forwarder.clone()),
         forwarder,
         observability,
         sdk,
@@ -279,6 +305,10 @@ pub trait ColdStart: Sized + Sync + 'static {
     /// ([`observe::add_directives`]).
     const LOG_DIRECTIVES: &'static [&'static str] = &[];
 
+    /// The source keys its records offer the routing rules (`ROUTES`);
+    /// `None`: the function does not route, and refuses a set `ROUTES`.
+    const SOURCE_KEYS: Option<&'static [SourceKey]> = None;
+
     /// The function's own settings, read before anything else.
     type Settings;
 
@@ -302,7 +332,12 @@ pub trait ColdStart: Sized + Sync + 'static {
 /// then [`ColdStart::build`].
 pub async fn cold_start<F: ColdStart>(env: &Env<'_>) -> Result<F, StartError> {
     let settings = F::settings(env)?;
-    let started = start(F::SERVICE, F::group_ids(&settings)).await?;
+    let routes = targets::read_routes(env, F::SERVICE, F::SOURCE_KEYS)?;
+    let group_ids = F::group_ids(&settings);
+    let mut started = start(F::SERVICE, group_ids).await?;
+    if routes.is_some() {
+        started.router = targets::router_of(&started, routes, group_ids).await?;
+    }
     F::build(settings, started).await
 }
 

@@ -1,0 +1,251 @@
+//! The `SendMessageBatch` request body, written by hand in the bytes
+//! serde_json would write.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+
+use crate::call::transport::BatchItem;
+use crate::message::{Attribute, AttributeValue};
+use crate::send::codes;
+use crate::send::outcome::Failure;
+
+/// The request body for `items` to `queue_url`, in one buffer sized from the
+/// entries' SQS sizes (JSON escaping and base64 may grow it).
+///
+/// Written by hand, not through serde: the keys are constants, and a string
+/// that needs no JSON escaping (the common case: attribute names and data
+/// types never do, being checked to `[A-Za-z0-9_.-]`) is copied as it is;
+/// one that does is written by serde_json. The same bytes serde_json would
+/// write, key order included (the SDK's: `Id`, `MessageBody`,
+/// `DelaySeconds`, `MessageAttributes`, `MessageDeduplicationId`,
+/// `MessageGroupId`), checked by the tests below.
+pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Failure> {
+    let estimate = queue_url.len()
+        + 32
+        + items
+            .iter()
+            .map(|i| i.entry.size + 64 * (1 + i.entry.attributes.len()) + i.id.len())
+            .sum::<usize>();
+    let mut out = Vec::with_capacity(estimate);
+    out.extend_from_slice(b"{\"QueueUrl\":");
+    json_str(&mut out, queue_url)?;
+    out.extend_from_slice(b",\"Entries\":[");
+    for (n, item) in items.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        entry(&mut out, item)?;
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+fn entry(out: &mut Vec<u8>, item: &BatchItem) -> Result<(), Failure> {
+    let e = &item.entry;
+    out.extend_from_slice(b"{\"Id\":");
+    json_str(out, &item.id)?;
+    out.extend_from_slice(b",\"MessageBody\":");
+    json_str(out, &e.body)?;
+    if let Some(d) = e.delay_seconds {
+        out.extend_from_slice(b",\"DelaySeconds\":");
+        out.extend_from_slice(d.to_string().as_bytes());
+    }
+    if !e.attributes.is_empty() {
+        out.extend_from_slice(b",\"MessageAttributes\":{");
+        for (n, a) in e.attributes.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            attribute(out, a)?;
+        }
+        out.push(b'}');
+    }
+    if let Some(id) = &e.deduplication_id {
+        out.extend_from_slice(b",\"MessageDeduplicationId\":");
+        json_str(out, id)?;
+    }
+    if let Some(id) = &e.group_id {
+        out.extend_from_slice(b",\"MessageGroupId\":");
+        json_str(out, id)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+fn attribute(out: &mut Vec<u8>, a: &Attribute) -> Result<(), Failure> {
+    json_str(out, &a.name)?;
+    out.extend_from_slice(b":{\"DataType\":");
+    json_str(out, &a.data_type)?;
+    match &a.value {
+        AttributeValue::String(v) | AttributeValue::Number(v) => {
+            out.extend_from_slice(b",\"StringValue\":");
+            json_str(out, v)?;
+        }
+        // Base64 written straight into the body, no intermediate string.
+        AttributeValue::Binary(b) => {
+            out.extend_from_slice(b",\"BinaryValue\":\"");
+            let start = out.len();
+            let len = base64::encoded_len(b.len(), true)
+                .ok_or_else(|| construction("a binary attribute too long to encode"))?;
+            out.resize(start + len, 0);
+            let written = out
+                .get_mut(start..)
+                .and_then(|room| BASE64.encode_slice(b, room).ok())
+                .ok_or_else(|| construction("a binary attribute could not be encoded"))?;
+            out.truncate(start + written);
+            out.push(b'"');
+        }
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// `s` as a JSON string: copied as it is when nothing in it needs escaping
+/// (a control character, `"` or `\\`), else written by serde_json.
+fn json_str(out: &mut Vec<u8>, s: &str) -> Result<(), Failure> {
+    if needs_escape(s.as_bytes()) {
+        serde_json::to_writer(&mut *out, s).map_err(|e| construction(&e.to_string()))
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    }
+}
+
+/// Whether `bytes` hold a byte JSON escapes (below 0x20, `"` or `\\`),
+/// tested eight bytes at a time.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let start = crate::message::byte_scan::clean_words(bytes, 0x20, b"\"\\");
+    bytes[start..]
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+fn construction(what: &str) -> Failure {
+    Failure::permanent(codes::REQUEST_CONSTRUCTION_FAILED, what)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::message::encode::Entry;
+
+    fn item(id: &str, body: &str, attributes: Vec<Attribute>) -> BatchItem {
+        BatchItem {
+            id: id.into(),
+            entry: Arc::new(Entry {
+                body: body.into(),
+                attributes,
+                group_id: None,
+                deduplication_id: None,
+                delay_seconds: None,
+                encoded: false,
+                size: body.len(),
+            }),
+        }
+    }
+
+    #[test]
+    fn request_body_shape() {
+        let mut fifo = item("1", "b\"\u{7}é", vec![]);
+        if let Some(e) = Arc::get_mut(&mut fifo.entry) {
+            e.group_id = Some("g".into());
+            e.deduplication_id = Some("d".into());
+        }
+        let mut delayed = item("2", "x", vec![]);
+        if let Some(e) = Arc::get_mut(&mut delayed.entry) {
+            e.delay_seconds = Some(5);
+        }
+        let items = vec![
+            item(
+                "0",
+                "hello",
+                vec![
+                    Attribute::string("s", "v"),
+                    Attribute {
+                        name: Cow::Borrowed("n"),
+                        data_type: Cow::Borrowed("Number.int"),
+                        value: AttributeValue::Number("42".into()),
+                    },
+                    Attribute::binary("b", vec![0, 1, 2, 0xff]),
+                ],
+            ),
+            fifo,
+            delayed,
+        ];
+        let body = request_body("http://127.0.0.1:4566/000000000000/q", &items).expect("body");
+        let v: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "QueueUrl": "http://127.0.0.1:4566/000000000000/q",
+                "Entries": [
+                    {"Id": "0", "MessageBody": "hello", "MessageAttributes": {
+                        "s": {"DataType": "String", "StringValue": "v"},
+                        "n": {"DataType": "Number.int", "StringValue": "42"},
+                        "b": {"DataType": "Binary", "BinaryValue": "AAEC/w=="},
+                    }},
+                    {"Id": "1", "MessageBody": "b\"\u{7}é",
+                     "MessageDeduplicationId": "d", "MessageGroupId": "g"},
+                    {"Id": "2", "MessageBody": "x", "DelaySeconds": 5},
+                ]
+            })
+        );
+        // The same bytes the SDK would write for the first entry, key order
+        // included (the SDK writes Id, MessageBody, DelaySeconds,
+        // MessageAttributes, ..., MessageDeduplicationId, MessageGroupId).
+        let text = std::str::from_utf8(&body).expect("utf-8");
+        assert!(text.starts_with(r#"{"QueueUrl":"http://127.0.0.1:4566/000000000000/q","Entries":[{"Id":"0","MessageBody":"hello","MessageAttributes":{"s":{"DataType":"String","StringValue":"v"}"#), "{text}");
+    }
+
+    proptest::proptest! {
+        /// Whatever the strings hold, the body is JSON that reads back as
+        /// the entries, and its bytes are serde_json's for each string.
+        #[test]
+        fn any_strings_read_back(
+            body in "\\PC{0,30}|[\\x00-\\x1f\"\\\\a-z\u{7f}\u{e9}\u{2028}]{1,30}",
+            value in "[\\x00-\\x1f\"\\\\a-z\u{e9}]{1,20}",
+            binary in proptest::collection::vec(proptest::num::u8::ANY, 1..40),
+            group in proptest::option::of("[!-~]{1,10}"),
+        ) {
+            let mut it = item("i-0", &body, vec![
+                Attribute::string("s", value.clone()),
+                Attribute::binary("b", binary.clone()),
+            ]);
+            if let Some(e) = Arc::get_mut(&mut it.entry) {
+                e.group_id = group.clone();
+            }
+            let out = request_body("http://h/q\"", std::slice::from_ref(&it)).expect("body");
+            let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+            let e = &v["Entries"][0];
+            proptest::prop_assert_eq!(v["QueueUrl"].as_str(), Some("http://h/q\""));
+            proptest::prop_assert_eq!(e["MessageBody"].as_str(), Some(body.as_str()));
+            proptest::prop_assert_eq!(e["MessageAttributes"]["s"]["StringValue"].as_str(), Some(value.as_str()));
+            let b64 = BASE64.encode(&binary);
+            proptest::prop_assert_eq!(e["MessageAttributes"]["b"]["BinaryValue"].as_str(), Some(b64.as_str()));
+            proptest::prop_assert_eq!(e["MessageGroupId"].as_str(), group.as_deref());
+            let text = std::str::from_utf8(&out).expect("utf-8");
+            let body_json = serde_json::to_string(&body).expect("json");
+            let needle = format!("\"MessageBody\":{body_json}");
+            proptest::prop_assert!(text.contains(&needle), "{}", text);
+        }
+    }
+
+    #[test]
+    fn escapes_are_found_at_every_offset_of_a_word() {
+        for bad in ["\u{0}", "\u{1f}", "\"", "\\"] {
+            for at in 0..20 {
+                let s = format!("{}{bad}{}", "a".repeat(at), "é".repeat(10 - at / 2));
+                assert!(needs_escape(s.as_bytes()), "{s:?}");
+            }
+        }
+        for good in ["", "plain text, 8+ bytes long", "é\u{7f}\u{2028}~ !#[]"] {
+            assert!(!needs_escape(good.as_bytes()), "{good:?}");
+        }
+    }
+}

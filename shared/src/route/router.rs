@@ -1,0 +1,156 @@
+//! What a function holds to send: its routing rules, if any, and the
+//! forwarders of their targets ([`Fanout`]), as one [`Router`].
+//!
+//! Without `ROUTES` a router is the one forwarder it always was: every
+//! message goes to the default target as built. With rules, each record's
+//! [`Plan`] is read from its view, its message goes to the planned target
+//! shaped, and a record the rules send nowhere (filtered out, unmatched and
+//! dropped, or at fault) is settled on the spot, counted, and reported to
+//! its source like any other record: exactly one outcome each.
+//!
+//! Group ids follow the target, not the function: a function that routes
+//! builds its messages with the group and deduplication ids a FIFO queue
+//! needs whenever any target is FIFO ([`Router::any_fifo`]); the router
+//! takes them off a message bound for a standard queue, where they would
+//! make it a fair-queue message (or be refused), unless the rules' own
+//! `group_id` set them (SQS fair queues: the tenant).
+
+use tokio::time::Instant;
+
+use super::{Plan, RecordView, Routes, Skip};
+use crate::call::transport::Transport;
+use crate::message::Message;
+use crate::observe::metrics as m;
+use crate::send::outcome::{MessageOutcome, Outcome};
+use crate::send::{Fanout, Forwarder, Routed, Tally};
+
+/// A function's routing rules and the forwarders of their targets.
+#[derive(Debug, Clone)]
+pub struct Router<T> {
+    routes: Option<Routes>,
+    fanout: Fanout<T>,
+}
+
+/// Why a router could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the routing rules name {rules} extra targets but {forwarders} forwarders were given")]
+pub struct TargetCount {
+    /// Extra targets in the rules.
+    pub rules: usize,
+    /// Extra forwarders given.
+    pub forwarders: usize,
+}
+
+impl<T: Transport> Router<T> {
+    /// No rules: every message to `forwarder`'s queue.
+    pub fn single(forwarder: Forwarder<T>) -> Self {
+        Router {
+            routes: None,
+            fanout: Fanout::new(forwarder, Vec::new()),
+        }
+    }
+
+    /// `routes` over `default` and one forwarder per extra target, in the
+    /// order of [`Routes::targets`].
+    pub fn new(
+        routes: Routes,
+        default: Forwarder<T>,
+        targets: Vec<Forwarder<T>>,
+    ) -> Result<Self, TargetCount> {
+        if targets.len() != routes.targets().len() {
+            return Err(TargetCount {
+                rules: routes.targets().len(),
+                forwarders: targets.len(),
+            });
+        }
+        Ok(Router {
+            routes: Some(routes),
+            fanout: Fanout::new(default, targets),
+        })
+    }
+
+    /// The rules, if any.
+    pub fn routes(&self) -> Option<&Routes> {
+        self.routes.as_ref()
+    }
+
+    /// The default target's forwarder (`QUEUE_URL`).
+    pub fn default_target(&self) -> &Forwarder<T> {
+        self.fanout.default_target()
+    }
+
+    /// Every target's forwarder, the default first.
+    pub fn targets(&self) -> &[Forwarder<T>] {
+        self.fanout.targets()
+    }
+
+    /// Whether any target is a FIFO queue: a function that routes then
+    /// builds every message with FIFO ids (see the module docs).
+    pub fn any_fifo(&self) -> bool {
+        self.targets().iter().any(|f| f.rules().fifo)
+    }
+
+    /// The rules' plan for one record ([`Routes::plan`]); without rules, the
+    /// default target as built.
+    pub fn plan(&self, view: &impl RecordView) -> Option<Plan> {
+        self.routes.as_ref().map(|r| r.plan(view))
+    }
+
+    /// One record's message, routed by `plan` (from [`Router::plan`] on the
+    /// same record).
+    pub fn route<P>(&self, plan: Option<Plan>, mut message: Message<P>) -> Routed<P> {
+        match plan {
+            None => Routed::To(0, message),
+            Some(Plan::Send { target, shaped }) => {
+                let fifo = self.targets().get(target.0).is_some_and(|f| f.rules().fifo);
+                if !fifo {
+                    message.group_id = None;
+                    message.deduplication_id = None;
+                }
+                match (Plan::Send { target, shaped }).apply(message) {
+                    super::Decision::Send { target, message } => Routed::To(target.0, message),
+                    other => settled(other),
+                }
+            }
+            Some(plan) => settled(plan.apply(message)),
+        }
+    }
+
+    /// One record's message, planned and routed from its view.
+    pub fn decide<P>(&self, view: &impl RecordView, message: Message<P>) -> Routed<P> {
+        self.route(self.plan(view), message)
+    }
+
+    /// Send every routed message and report every record's outcome
+    /// ([`Fanout::forward`]).
+    pub async fn forward<P, I, F>(&self, items: I, deadline: Option<Instant>, report: F) -> Tally
+    where
+        I: IntoIterator<Item = Routed<P>>,
+        F: FnMut(MessageOutcome<P>),
+    {
+        self.fanout.forward(items, deadline, report).await
+    }
+}
+
+/// A record the rules send nowhere: its outcome, counted.
+fn settled<P>(decision: super::Decision<P>) -> Routed<P> {
+    match decision {
+        super::Decision::Send { target, message } => Routed::To(target.0, message),
+        super::Decision::Skip { position, reason } => {
+            let why = match reason {
+                Skip::FilteredOut => {
+                    metrics::counter!(m::FILTERED_OUT).increment(1);
+                    "FilteredOut: a ROUTES filter condition did not hold"
+                }
+                Skip::Unmatched => {
+                    metrics::counter!(m::UNMATCHED).increment(1);
+                    "Unmatched: no ROUTES route matched (unmatched: drop)"
+                }
+            };
+            Routed::Settled(position, Outcome::Dropped { reason: why.into() })
+        }
+        super::Decision::Fault { position, failure } => {
+            Routed::Settled(position, Outcome::Failed(failure))
+        }
+    }
+}

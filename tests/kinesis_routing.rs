@@ -1,0 +1,322 @@
+//! End-to-end: kinesis-to-sqs with routing rules (`ROUTES`) against the
+//! local SQS endpoint. Three targets, a standard default queue, a FIFO
+//! queue and a standard queue with fair-queue group ids; records routed by
+//! a JSON field and by the partition key, a filter, a shaped body and
+//! attributes, unmatched records under both policies, a target that does
+//! not exist (the start fails naming it), and faults on one target only
+//! (the others' records unaffected, every outcome exact).
+
+use std::collections::HashMap;
+
+use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use base64::Engine as _;
+use forwarder_e2e::{attributes, client, create_queue, drain, sdk_config};
+use kinesis_to_sqs::event::KinesisEvent;
+use kinesis_to_sqs::records::SOURCE_KEYS;
+use kinesis_to_sqs::{Handler, Settings};
+use serde_json::{Value, json};
+use sqs_forwarder::route::{Router, Routes};
+use sqs_forwarder::setup::targets::connect_router;
+use sqs_forwarder::test_support::{FakeSqs, Reply};
+use sqs_forwarder::{Config, Forwarder, GroupIds, SqsTransport};
+
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+fn config(url: &str) -> Config {
+    let vars: HashMap<&str, &str> = [
+        ("QUEUE_URL", url),
+        ("RETRY_MAX_ATTEMPTS", "2"),
+        ("RETRY_BASE_DELAY_MS", "1"),
+        ("RETRY_MAX_DELAY_MS", "5"),
+    ]
+    .into_iter()
+    .collect();
+    Config::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("valid test configuration")
+}
+
+fn seq(i: usize) -> String {
+    format!("49590338271490256608559692538361571095921575989{i:09}")
+}
+
+/// One record per `(partition key, data)`, in order.
+fn event(records: &[(&str, &[u8])]) -> KinesisEvent {
+    let records: Vec<Value> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (key, data))| {
+            json!({
+                "kinesis": {
+                    "kinesisSchemaVersion": "1.0",
+                    "partitionKey": key,
+                    "sequenceNumber": seq(i),
+                    "data": B64.encode(data),
+                    "approximateArrivalTimestamp": 1_764_410_000.0
+                },
+                "eventSource": "aws:kinesis",
+                "eventVersion": "1.0",
+                "eventID": format!("shardId-000000000001:{}", seq(i)),
+                "eventName": "aws:kinesis:record",
+                "invokeIdentityArn": "arn:aws:iam::123456789012:role/r",
+                "awsRegion": "us-east-1",
+                "eventSourceARN": "arn:aws:kinesis:us-east-1:123456789012:stream/e2e"
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({ "Records": records })).expect("a Kinesis event")
+}
+
+struct Queues {
+    default: String,
+    orders: String,
+    eu: String,
+}
+
+async fn queues(tag: &str) -> Queues {
+    let sqs = client();
+    Queues {
+        default: create_queue(&sqs, &format!("e2e-route-{tag}-default"), &[]).await,
+        orders: create_queue(
+            &sqs,
+            &format!("e2e-route-{tag}-orders.fifo"),
+            &[(QueueAttributeName::ContentBasedDeduplication, "false")],
+        )
+        .await,
+        eu: create_queue(&sqs, &format!("e2e-route-{tag}-eu"), &[]).await,
+    }
+}
+
+fn rules(q: &Queues, unmatched: &str) -> String {
+    json!({
+        "targets": { "orders": q.orders, "eu": q.eu },
+        "filter": [ { "field": "/type", "exists": true } ],
+        "routes": [
+            { "when": { "field": "/type", "equals": "order" }, "target": "orders" },
+            { "when": { "key": "partition_key", "prefix": "eu-" }, "target": "eu" }
+        ],
+        "unmatched": unmatched,
+        "body": "/payload",
+        "attributes": {
+            "tenant": { "field": "/tenant", "type": "String" },
+            "n": { "field": "/n", "type": "Number" }
+        },
+        "group_id": { "field": "/tenant" }
+    })
+    .to_string()
+}
+
+async fn router(q: &Queues, doc: &str) -> Router<SqsTransport> {
+    let config = config(&q.default);
+    let routes = Routes::parse(doc, SOURCE_KEYS).expect("valid rules");
+    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
+    connect_router(
+        &sdk_config(),
+        &config,
+        default,
+        Some(routes),
+        GroupIds::FromSource,
+    )
+    .await
+    .expect("every target connects")
+}
+
+/// The records of the main test: what each is, and where it must land.
+fn records() -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        // 0: an order -> the FIFO queue, group "acme".
+        (
+            "us-1",
+            br#"{"type":"order","tenant":"acme","n":1,"payload":{"id":1}}"#.to_vec(),
+        ),
+        // 1: a click keyed eu- -> the eu queue; its tenant is no valid id:
+        //    a hashed fair-queue group.
+        (
+            "eu-7",
+            br#"{"type":"click","tenant":"t 2","n":2,"payload":"hello"}"#.to_vec(),
+        ),
+        // 2: matched by no route -> the default (or dropped).
+        (
+            "us-2",
+            br#"{"type":"click","tenant":"beta","n":3,"payload":"x"}"#.to_vec(),
+        ),
+        // 3: no "type" -> filtered out.
+        ("eu-3", br#"{"kind":"ping"}"#.to_vec()),
+        // 4: not JSON -> filtered out.
+        ("eu-4", b"plain text".to_vec()),
+        // 5: another order, same tenant -> the FIFO queue after record 0.
+        (
+            "us-5",
+            br#"{"type":"order","tenant":"acme","n":5,"payload":{"id":5}}"#.to_vec(),
+        ),
+        // 6: no payload -> a content fault (ShapeFailed), reported.
+        (
+            "us-6",
+            br#"{"type":"click","tenant":"beta","n":6}"#.to_vec(),
+        ),
+    ]
+}
+
+fn group_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
+    m.attributes()
+        .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
+        .cloned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn records_reach_the_queue_their_rules_name_shaped() {
+    let q = queues("main").await;
+    let router = router(&q, &rules(&q, "default")).await;
+    assert!(router.any_fifo());
+    let recs = records();
+    let input: Vec<(&str, &[u8])> = recs.iter().map(|(k, d)| (*k, d.as_slice())).collect();
+    let handler = Handler::routed(Settings::default(), router);
+    let response = handler
+        .handle(event(&input), None)
+        .await
+        .expect("an answer");
+    // Only the faulted record is reported (PERMANENT_FAILURES=report).
+    let reported: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(reported, vec![seq(6)]);
+
+    let sqs = client();
+    let orders = drain(&sqs, &q.orders, 3).await;
+    let bodies: Vec<&str> = orders.iter().filter_map(|m| m.body()).collect();
+    assert_eq!(
+        bodies,
+        vec![r#"{"id":1}"#, r#"{"id":5}"#],
+        "FIFO order kept"
+    );
+    for m in &orders {
+        assert_eq!(group_of(m).as_deref(), Some("acme"));
+        let attrs = attributes(m);
+        assert_eq!(attrs["tenant"], ("String".to_owned(), b"acme".to_vec()));
+        assert_eq!(attrs["n"].0, "Number");
+    }
+
+    let eu = drain(&sqs, &q.eu, 2).await;
+    assert_eq!(eu.len(), 1);
+    assert_eq!(eu[0].body(), Some("hello"));
+    let group = group_of(&eu[0]).expect("a fair-queue group id on a standard queue");
+    assert!(
+        group.starts_with("g-") && group.len() == 2 + 64,
+        "hashed: {group}"
+    );
+    assert_eq!(
+        attributes(&eu[0])["n"],
+        ("Number".to_owned(), b"2".to_vec())
+    );
+
+    let default = drain(&sqs, &q.default, 2).await;
+    assert_eq!(default.len(), 1);
+    assert_eq!(default[0].body(), Some("x"));
+    assert_eq!(group_of(&default[0]).as_deref(), Some("beta"));
+    // The function's own attributes ride along with the shaped ones.
+    assert!(attributes(&default[0]).contains_key("kinesis.partitionKey"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unmatched_records_are_dropped_when_the_rules_say_so() {
+    let q = queues("drop").await;
+    let router = router(&q, &rules(&q, "drop")).await;
+    let recs = records();
+    let input: Vec<(&str, &[u8])> = recs.iter().map(|(k, d)| (*k, d.as_slice())).collect();
+    let response = Handler::routed(Settings::default(), router)
+        .handle(event(&input), None)
+        .await
+        .expect("an answer");
+    // Records 2 and 6 match no route: dropped before shaping, so record
+    // 6's missing payload is no fault here. Nothing is reported.
+    assert!(response.batch_item_failures.is_empty());
+    let sqs = client();
+    assert!(
+        drain(&sqs, &q.default, 1).await.is_empty(),
+        "records 2 and 6 dropped"
+    );
+    assert_eq!(drain(&sqs, &q.orders, 3).await.len(), 2);
+    assert_eq!(drain(&sqs, &q.eu, 2).await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
+    let q = queues("ghost").await;
+    let missing = format!(
+        "{}/000000000000/no-such-queue-{}",
+        forwarder_e2e::endpoint(),
+        std::process::id()
+    );
+    let doc = json!({
+        "targets": { "ghost": missing },
+        "routes": [ { "when": { "key": "partition_key", "equals": "g" }, "target": "ghost" } ]
+    })
+    .to_string();
+    let config = config(&q.default);
+    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
+    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
+    let error = connect_router(
+        &sdk_config(),
+        &config,
+        default,
+        Some(routes),
+        GroupIds::FromSource,
+    )
+    .await
+    .expect_err("a missing target fails the start")
+    .to_string();
+    assert!(error.contains("ROUTES target \"ghost\""), "{error}");
+    assert!(error.contains("no-such-queue"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_target_fails_its_own_records_only() {
+    let q = queues("faults").await;
+    let real = router(&q, &rules(&q, "default")).await;
+    // The same targets, each behind a fake that can fail entries: the eu
+    // queue refuses everything, for good; the others pass to the local SQS.
+    let wrap = |f: &Forwarder<SqsTransport>, refuse: bool| {
+        let fake = FakeSqs::in_front_of(f.transport().clone());
+        let fake = if refuse {
+            fake.fail_where(|_| true, Reply::INVALID.with_message("refused"))
+        } else {
+            fake
+        };
+        Forwarder::new(fake, f.settings().clone(), f.rules().clone())
+    };
+    let targets = real.targets();
+    let routes = real.routes().cloned().expect("rules");
+    let eu_index = routes.target("eu").expect("eu").0;
+    let others = targets[1..]
+        .iter()
+        .enumerate()
+        .map(|(i, f)| wrap(f, i + 1 == eu_index))
+        .collect();
+    let router = Router::new(routes, wrap(&targets[0], false), others).expect("router");
+    let recs = records();
+    let input: Vec<(&str, &[u8])> = recs.iter().map(|(k, d)| (*k, d.as_slice())).collect();
+    let response = Handler::routed(Settings::default(), router)
+        .handle(event(&input), None)
+        .await
+        .expect("an answer");
+    // Record 1 (eu) failed for good and record 6 is at fault: both reported.
+    let mut reported: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    reported.sort();
+    assert_eq!(reported, vec![seq(1), seq(6)]);
+    let sqs = client();
+    assert_eq!(
+        drain(&sqs, &q.orders, 3).await.len(),
+        2,
+        "orders unaffected"
+    );
+    assert_eq!(
+        drain(&sqs, &q.default, 2).await.len(),
+        1,
+        "default unaffected"
+    );
+    assert!(drain(&sqs, &q.eu, 1).await.is_empty());
+}
