@@ -106,7 +106,7 @@ def main():
                          "partition key and by a JSON field, a Number attribute shaped from a field (what routing "
                          "and shaping cost per message)")
     ap.add_argument("--cold-only", action="store_true",
-                    help="count the cold start alone (no invocation: fast, and no RabbitMQ needed)")
+                    help="count the cold start alone (no invocation: seconds, not minutes)")
     ap.add_argument("--keep", default="", metavar="DIR",
                     help="keep the callgrind outputs in DIR (callgrind.FN.PROFILE.one.out holds the cold start and "
                          "one invocation) for callgrind_annotate")
