@@ -50,6 +50,21 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Checked<T> {
     }
 }
 
+/// A JSON value's kind, for an error message that must not quote the
+/// value itself: `null`, `a boolean`, `a number`, `a string`, `an array`,
+/// `an object`.
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// `json` as a `T`; on failure, the error with the path of the value at
 /// fault, formatted as lambda_runtime formats it (`[path] error`, no path
 /// for the whole document).

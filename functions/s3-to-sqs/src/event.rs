@@ -180,7 +180,8 @@ fn text(raw: &RawValue) -> Option<Cow<'_, str>> {
 pub fn parse_json(json: &str) -> Result<Incoming, EventError> {
     if !json.trim_start().starts_with('{') {
         // Not an object (a small event, read whole only to name its kind).
-        let got = serde_json::from_str::<Value>(json).map_or("no JSON", |v| kind(&v));
+        let got = serde_json::from_str::<Value>(json)
+            .map_or("no JSON", |v| sqs_forwarder::event_reader::json_kind(&v));
         return Err(EventError::Malformed(format!(
             "expected a JSON object, got {got}"
         )));
@@ -208,17 +209,6 @@ fn located(m: Misread) -> String {
     match m.path {
         Some(p) => format!("{p}: {}", m.error),
         None => m.error,
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

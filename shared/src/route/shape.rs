@@ -20,6 +20,7 @@ use crate::send::outcome::Failure;
 
 use super::RecordView;
 use super::record::{Read, Record, Source, json_text};
+use crate::event_reader::json_kind as kind;
 
 /// The prefix of a group id hashed from a value SQS would refuse.
 pub(crate) const HASHED_GROUP_PREFIX: &str = "g-";
@@ -240,18 +241,6 @@ fn as_given(name: &str, given: &Map<String, Value>) -> Option<Attribute> {
         data_type: Cow::Owned(data_type.to_owned()),
         value,
     })
-}
-
-/// A JSON value's kind, for a fault (never the value itself).
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// `value` as a group id: as it is when SQS takes it, else `g-` and the
