@@ -16,7 +16,7 @@ use kinesis_to_sqs::records::SOURCE_KEYS;
 use kinesis_to_sqs::{Handler, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::route::{Router, Routes};
-use sqs_forwarder::setup::targets::connect_router;
+use sqs_forwarder::setup::startup::connect_router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Config, Forwarder, GroupIds, SqsTransport};
 

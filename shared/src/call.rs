@@ -10,6 +10,7 @@
 //! `SendMessageBatch` of the [`SqsTransport`] it returns. [`receive`] reads a queue, for the tools that
 //! take messages back out of one (the replay command).
 
+pub mod client_for;
 pub mod direct;
 pub mod queue;
 pub mod receive;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use self::direct::DirectClient;
 use self::queue::{QueueInfo, QueueTarget};
 use self::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
-use crate::setup::client::SqsClientFor;
+use crate::call::client_for::SqsClientFor;
 use crate::setup::error::SetupError;
 
 /// Which client makes the SQS calls (`SQS_CLIENT`).

@@ -58,7 +58,7 @@ use crate::message::Message;
 use crate::message::encode::{EncodeRules, Entry};
 use crate::message::limits::Limits;
 use crate::send::batch::FifoOrder;
-pub use crate::send::fanout::{Fanout, Routed};
+pub use crate::send::fanout::Fanout;
 use crate::send::offload::{OffloadSettings, PayloadStore};
 use crate::send::outcome::{Failure, MessageOutcome, Outcome, Summary};
 use crate::send::retry::RetryPolicy;
@@ -177,6 +177,19 @@ pub struct Tally {
     pub peak_messages: usize,
     /// The most bytes held at once.
     pub peak_bytes: usize,
+}
+
+/// What the source hands the forwarder for one record: a message for a
+/// target, or an outcome already settled (a record the rules filtered out,
+/// dropped as unmatched, or found at fault), which is reported in its turn
+/// like any other.
+#[derive(Debug)]
+pub enum Routed<P> {
+    /// Send `message` to the target with this index (0: the default target,
+    /// `TARGET_QUEUE_URL`).
+    To(usize, Message<P>),
+    /// Report this outcome for the record at `position`; nothing is sent.
+    Settled(P, Outcome),
 }
 
 /// Sends messages to one queue and accounts for every one of them.

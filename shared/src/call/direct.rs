@@ -152,7 +152,7 @@ impl DirectClient {
     /// [`crate::call::transport()`] makes at start.
     pub fn for_client(
         sdk: &aws_config::SdkConfig,
-        sqs: &crate::setup::client::SqsClientFor,
+        sqs: &crate::call::client_for::SqsClientFor,
     ) -> Result<Self, SetupError> {
         Self::in_region(sdk, sqs.region(), sqs.timeouts(), &proxy::from_env())
     }

@@ -13,23 +13,9 @@
 
 use tokio::time::Instant;
 
-use super::outcome::{MessageOutcome, Outcome};
-use super::{Forwarder, Tally, run};
+use super::outcome::MessageOutcome;
+use super::{Forwarder, Routed, Tally, run};
 use crate::call::transport::Transport;
-use crate::message::Message;
-
-/// What the source hands the forwarder for one record: a message for a
-/// target, or an outcome already settled (a record the rules filtered out,
-/// dropped as unmatched, or found at fault), which is reported in its turn
-/// like any other.
-#[derive(Debug)]
-pub enum Routed<P> {
-    /// Send `message` to the target with this index (0: the default target,
-    /// `TARGET_QUEUE_URL`).
-    To(usize, Message<P>),
-    /// Report this outcome for the record at `position`; nothing is sent.
-    Settled(P, Outcome),
-}
 
 /// Forwarders to several queues, run as one. Index 0 is the default target.
 #[derive(Debug, Clone)]

@@ -19,10 +19,9 @@ use futures_util::future::Either;
 use futures_util::stream::FuturesUnordered;
 use tokio::time::Instant;
 
-use super::fanout::Routed;
 use super::group_state::{Groups, group_blocked};
 use super::slot::{Batch, Done, Held, Put, Slot, Staging};
-use super::{Forwarder, MIN_CALL_TIME, Tally, Window, reserved_names};
+use super::{Forwarder, MIN_CALL_TIME, Routed, Tally, Window, reserved_names};
 use crate::call::transport::Transport;
 use crate::message::Message;
 use crate::message::encode::{Entry, prepare};

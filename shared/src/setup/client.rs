@@ -14,25 +14,12 @@
 //! function's. Its credentials are the function's, or an assumed role's
 //! ([`crate::setup::credentials`]).
 
-use aws_sdk_sqs::config::Region;
-use aws_sdk_sqs::config::StalledStreamProtectionConfig;
-use aws_sdk_sqs::config::retry::RetryConfig;
-
+pub use crate::call::client_for::SqsClientFor;
+use crate::call::client_for::forwarder_settings;
 use crate::call::queue::QueueTarget;
 use crate::setup::aws_names::region_of_queue_url;
 use crate::setup::config::Config;
 use crate::setup::error::{ConfigError, SetupError};
-
-/// The settings every SQS client of the forwarder gets on top of the SDK
-/// configuration: the forwarder's own retries and call timeouts are in
-/// charge, so the SDK's retries are off, and so is its stalled-stream
-/// protection (a throughput monitor around every request and response body,
-/// with a timer per call: `CALL_TIMEOUT_MS` already bounds every call).
-fn forwarder_settings(builder: aws_sdk_sqs::config::Builder) -> aws_sdk_sqs::config::Builder {
-    builder
-        .retry_config(RetryConfig::disabled())
-        .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
-}
 
 /// An SQS client for this SDK configuration, with the SDK's own retries and
 /// stalled-stream protection off (the forwarder retries and times calls out
@@ -51,70 +38,7 @@ pub fn sqs_client_for(
     config: &Config,
 ) -> Result<SqsClientFor, SetupError> {
     let region = sqs_region(sdk, config)?;
-    Ok(SqsClientFor(Source::Settings {
-        sdk: Box::new(sdk.clone()),
-        region,
-    }))
-}
-
-/// What an SQS client is made from: AWS settings and the region it works
-/// in ([`sqs_client_for`]), or an aws-sdk-sqs client already built (one of
-/// the caller's making, [`crate::setup::startup::connect_with`]).
-/// [`crate::call::transport()`] builds the client `SQS_CLIENT` chooses from
-/// it: the direct client from the settings, aws-sdk-sqs's with
-/// [`SqsClientFor::sdk_client`], which builds it only then.
-#[derive(Debug, Clone)]
-pub struct SqsClientFor(Source);
-
-#[derive(Debug, Clone)]
-enum Source {
-    Settings {
-        sdk: Box<aws_config::SdkConfig>,
-        region: String,
-    },
-    Built(aws_sdk_sqs::Client),
-}
-
-impl From<aws_sdk_sqs::Client> for SqsClientFor {
-    fn from(client: aws_sdk_sqs::Client) -> Self {
-        SqsClientFor(Source::Built(client))
-    }
-}
-
-impl SqsClientFor {
-    /// The region the client works in (a built client's own, if it has
-    /// one).
-    pub fn region(&self) -> Option<&str> {
-        match &self.0 {
-            Source::Settings { region, .. } => Some(region),
-            Source::Built(client) => client.config().region().map(|r| r.as_ref()),
-        }
-    }
-
-    /// The timeouts the client's calls get: the settings', or a built
-    /// client's own (the same: an SQS client built from settings takes
-    /// theirs).
-    pub fn timeouts(&self) -> Option<&aws_config::timeout::TimeoutConfig> {
-        match &self.0 {
-            Source::Settings { sdk, .. } => sdk.timeout_config(),
-            Source::Built(client) => client.config().timeout_config(),
-        }
-    }
-
-    /// The aws-sdk-sqs client: built now from the settings, in the region,
-    /// with the SDK's retries and stalled-stream protection off; or the one
-    /// given.
-    pub fn sdk_client(self) -> aws_sdk_sqs::Client {
-        match self.0 {
-            Source::Settings { sdk, region } => {
-                let conf = forwarder_settings(aws_sdk_sqs::config::Builder::from(&*sdk))
-                    .region(Region::new(region))
-                    .build();
-                aws_sdk_sqs::Client::from_conf(conf)
-            }
-            Source::Built(client) => client,
-        }
-    }
+    Ok(SqsClientFor::from_settings(sdk, region))
 }
 
 /// The region of the SQS client: `SQS_REGION` when set, else the region the
@@ -172,6 +96,7 @@ fn has_sqs_endpoint_override(sdk: &aws_config::SdkConfig) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aws_sdk_sqs::config::Region;
     use std::collections::HashMap;
 
     fn config(vars: &[(&str, &str)]) -> Config {

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use crate::call::SqsTransport;
 use crate::observe::{self, Observability};
-use crate::route::{Router, SourceKey};
+use crate::route::{Router, Routes, SourceKey};
 use crate::send::Forwarder;
 use crate::setup::client::{SqsClientFor, sqs_client_for};
 use crate::setup::config::{Config, GroupIds};
@@ -100,6 +100,27 @@ async fn load_and_connect(
     let s3 = offload_sdk(&sdk, config).await;
     let forwarder = forwarder(sqs_client_for(&sdk, config)?, Some(&sdk), Some(&s3), config).await?;
     Ok((sdk, forwarder))
+}
+
+/// `routes` over `default` (the forwarder to `config`'s queue) and one
+/// forwarder per extra target, each connected as the default was, with the
+/// same AWS settings `sdk` ([`crate::setup::targets`]). Without rules,
+/// `default` alone. A target that cannot be used fails naming it.
+pub async fn connect_router(
+    sdk: &aws_config::SdkConfig,
+    config: &Config,
+    default: Forwarder<SqsTransport>,
+    routes: Option<Routes>,
+    group_ids: GroupIds,
+) -> Result<Router<SqsTransport>, StartError> {
+    let Some(routes) = routes else {
+        return Ok(Router::single(default));
+    };
+    let targets = targets::connect_targets(config, &routes, group_ids, |target| async move {
+        connect_target(sdk, &target).await
+    })
+    .await?;
+    Ok(Router::new(routes, default, targets)?)
 }
 
 /// One extra target's forwarder (`config` is the shared configuration with
@@ -336,7 +357,14 @@ pub async fn cold_start<F: ColdStart>(env: &Env<'_>) -> Result<F, StartError> {
     let group_ids = F::group_ids(&settings);
     let mut started = start(F::SERVICE, group_ids).await?;
     if routes.is_some() {
-        started.router = targets::router_of(&started, routes, group_ids).await?;
+        started.router = connect_router(
+            &started.sdk,
+            &started.config,
+            started.forwarder.clone(),
+            routes,
+            group_ids,
+        )
+        .await?;
     }
     F::build(settings, started).await
 }

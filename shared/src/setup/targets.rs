@@ -7,13 +7,14 @@
 
 use crate::call::SqsTransport;
 use crate::call::queue::QueueTarget;
-use crate::route::{Router, Routes, SourceKey};
+use std::future::Future;
+
+use crate::route::{Routes, SourceKey};
 use crate::send::Forwarder;
 use crate::setup::aws_names::region_of_queue_url;
 use crate::setup::config::{Config, GroupIds};
 use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
-use crate::setup::startup::{StartError, Started};
 
 /// The function's `ROUTES`, read with the source keys it offers; `None`
 /// (the function does not route yet) refuses a set `ROUTES` rather than
@@ -71,53 +72,34 @@ fn naming(name: &str, error: SetupError) -> SetupError {
     }
 }
 
-/// The router of a started function ([`connect_router`] with its parts).
-pub async fn router_of(
-    started: &Started,
-    routes: Option<Routes>,
-    group_ids: GroupIds,
-) -> Result<Router<SqsTransport>, StartError> {
-    connect_router(
-        &started.sdk,
-        &started.config,
-        started.forwarder.clone(),
-        routes,
-        group_ids,
-    )
-    .await
-}
-
-/// `routes` over `default` (the forwarder to `config`'s queue) and one
-/// forwarder per extra target, each connected as the default was, with the
-/// same AWS settings `sdk` (a FIFO target needs group ids as the default
-/// does). Without rules, `default` alone. A target that cannot be used
-/// fails naming it.
-pub async fn connect_router(
-    sdk: &aws_config::SdkConfig,
+/// One forwarder per extra target of `routes`, in their order, each made by
+/// `connect` from the shared configuration with the target's queue
+/// ([`crate::setup::startup::connect_router`] passes the one way a start
+/// connects a queue). A FIFO target checks group ids as the default queue
+/// does; a target that cannot be used fails naming it.
+pub(crate) async fn connect_targets<F, Fut>(
     config: &Config,
-    default: Forwarder<SqsTransport>,
-    routes: Option<Routes>,
+    routes: &Routes,
     group_ids: GroupIds,
-) -> Result<Router<SqsTransport>, StartError> {
-    let Some(routes) = routes else {
-        return Ok(Router::single(default));
-    };
+    connect: F,
+) -> Result<Vec<Forwarder<SqsTransport>>, SetupError>
+where
+    F: Fn(Config) -> Fut,
+    Fut: Future<Output = Result<Forwarder<SqsTransport>, SetupError>>,
+{
     // The rules' group_id gives every message one, FIFO targets included.
     let ids = if routes.sets_group_ids() {
         GroupIds::FromSource
     } else {
         group_ids
     };
-    let mut targets: Vec<Forwarder<SqsTransport>> = Vec::with_capacity(routes.targets().len());
+    let mut targets = Vec::with_capacity(routes.targets().len());
     for (name, url) in routes.targets() {
         let config = target_config(config, url);
         config
             .check_group_ids(ids)
             .map_err(|e| naming(name, e.into()))?;
-        let forwarder = crate::setup::startup::connect_target(sdk, &config)
-            .await
-            .map_err(|e| naming(name, e))?;
-        targets.push(forwarder);
+        targets.push(connect(config).await.map_err(|e| naming(name, e))?);
     }
-    Ok(Router::new(routes, default, targets)?)
+    Ok(targets)
 }
