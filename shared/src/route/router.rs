@@ -17,7 +17,7 @@
 
 use tokio::time::Instant;
 
-use super::{Plan, RecordView, Routes, Skip};
+use super::{Plan, Routes, Skip};
 use crate::call::transport::Transport;
 use crate::message::Message;
 use crate::observe::metrics as m;
@@ -90,35 +90,19 @@ impl<T: Transport> Router<T> {
         self.targets().iter().any(|f| f.rules().fifo)
     }
 
-    /// The rules' plan for one record ([`Routes::plan`]); without rules, the
-    /// default target as built.
-    pub fn plan(&self, view: &impl RecordView) -> Option<Plan> {
-        self.routes.as_ref().map(|r| r.plan(view))
-    }
-
-    /// One record's message, routed by `plan` (from [`Router::plan`] on the
-    /// same record).
+    /// One record's message, routed by `plan`: the rules' plan for the same
+    /// record ([`Routes::plan`] on [`Router::routes`]), `None` without rules.
     pub fn route<P>(&self, plan: Option<Plan>, mut message: Message<P>) -> Routed<P> {
-        match plan {
-            None => Routed::To(0, message),
-            Some(Plan::Send { target, shaped }) => {
-                let fifo = self.targets().get(target.0).is_some_and(|f| f.rules().fifo);
-                if !fifo {
-                    message.group_id = None;
-                    message.deduplication_id = None;
-                }
-                match (Plan::Send { target, shaped }).apply(message) {
-                    super::Decision::Send { target, message } => Routed::To(target.0, message),
-                    other => settled(other),
-                }
-            }
-            Some(plan) => settled(plan.apply(message)),
+        let Some(plan) = plan else {
+            return Routed::To(0, message);
+        };
+        if let Plan::Send { target, .. } = &plan
+            && !self.targets().get(target.0).is_some_and(|f| f.rules().fifo)
+        {
+            message.group_id = None;
+            message.deduplication_id = None;
         }
-    }
-
-    /// One record's message, planned and routed from its view.
-    pub fn decide<P>(&self, view: &impl RecordView, message: Message<P>) -> Routed<P> {
-        self.route(self.plan(view), message)
+        routed(plan.apply(message))
     }
 
     /// Send every routed message and report every record's outcome
@@ -132,8 +116,9 @@ impl<T: Transport> Router<T> {
     }
 }
 
-/// A record the rules send nowhere: its outcome, counted.
-fn settled<P>(decision: super::Decision<P>) -> Routed<P> {
+/// A decision as the fan-out takes it: a message for its target, or a
+/// record the rules send nowhere settled with its outcome, counted.
+fn routed<P>(decision: super::Decision<P>) -> Routed<P> {
     match decision {
         super::Decision::Send { target, message } => Routed::To(target.0, message),
         super::Decision::Skip { position, reason } => {
