@@ -77,21 +77,5 @@ async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
 
 #[tokio::test]
 async fn routing_rules_are_refused_until_this_function_routes() {
-    let (error, exit) = init_error(
-        BINARY,
-        &[
-            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
-            ("ROUTES", r#"{"unmatched": "drop"}"#),
-        ],
-    )
-    .await;
-    assert_eq!(error.error_type, "ApigwToSqs.InvalidConfiguration");
-    assert!(
-        error.error_message.contains("ROUTES")
-            && error
-                .error_message
-                .contains("does not take routing rules yet"),
-        "{error:?}"
-    );
-    assert_eq!(exit, Some(2));
+    sqs_forwarder::test_support::runtime_api::assert_routes_refused(BINARY, "ApigwToSqs").await;
 }
