@@ -35,6 +35,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import workloads  # noqa: E402
 import init  # noqa: E402
+import routing  # noqa: E402
 
 REQUEST_CAP = 1_048_576
 MAX_ENTRIES = 10
@@ -739,7 +740,7 @@ def cost_table(billed):
     return L
 
 
-def table(rows, binaries, colds, mach, args, started, billed=(), inits=None):
+def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, routed=None):
     L = []
     L.append(f"Run {started} on {mach['cpu']}, {mach['cores']} cores, {mach['memory']} "
              f"(Linux {mach['kernel']}; {mach['rustc']}; Python {mach['python']}, boto3 {mach['boto3']}; "
@@ -848,6 +849,9 @@ def table(rows, binaries, colds, mach, args, started, billed=(), inits=None):
     if inits:
         L.extend(init.table(inits, colds))
         L.append("")
+    if routed:
+        L.extend(routing.table(routed))
+        L.append("")
     L.append("**Release binaries** (stripped, LTO, opt-level s)" if args.profile == "release"
              else f"**Binaries** ({args.profile} build: sizes say nothing here)")
     L.append("")
@@ -909,6 +913,7 @@ def table(rows, binaries, colds, mach, args, started, billed=(), inits=None):
     L.append("")
     L.extend(f"- {t}" for t in targets(rows, colds, billed))
     L.extend(f"- {t}" for t in init.targets(inits, colds))
+    L.extend(f"- {t}" for t in routing.targets(routed))
     return "\n".join(L) + "\n"
 
 
@@ -1112,6 +1117,13 @@ def main():
         log(f"init under the 128 MB cap, {init.DELAY_MS} ms answers: each function {args.init_starts} times")
         inits = (init.measure(harness, FUNCTIONS, bench, stub, args, ws[0]["event"], work)
                  if ws and args.init_starts else {})
+        routed = None
+        for w in ws:
+            if w["name"] == routing.WORKLOAD:
+                log(f"routing: {routing.FUNCTION} without and with ROUTES (three targets), "
+                    f"{1 if args.smoke else routing.ROUNDS} times each")
+                routed = routing.measure(harness, summarize, w, bench, stub, args, environments(w, stub, stamp)[0],
+                                         work)
         billed = []
         wanted = [n for n in args.billed.split(",") if n]
         memories = (1769,) if args.smoke else MEMORIES
@@ -1125,12 +1137,13 @@ def main():
     mach["load_end"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     mach["minutes"] = round((time.time() - t0) / 60, 1)
     binaries = sizes(args)
-    text = table(rows, binaries, colds, mach, args, started, billed, inits)
+    text = table(rows, binaries, colds, mach, args, started, billed, inits, routed)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
         f.write(text)
     with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
         json.dump({"started": started, "machine": mach, "binaries": binaries, "cold_starts": colds, "init": inits,
+                   "routing": routed,
                    "workloads": [{"workload": {k: v for k, v in w.items() if k not in ("event", "object")},
                                   "result": r, "derived": d} for w, r, d in rows],
                    "billed": [{"workload": w["name"], "memory_mb": m, "result": r,
@@ -1180,6 +1193,8 @@ def main():
     # not a failure, the figure is then "not measured".
     failed += [("init at 128 MB", fn, f["problem"]) for fn, f in (inits or {}).get("functions", {}).items()
                if f.get("problem") and "cgroup" not in f["problem"]]
+    failed += [("routing", name, (routed or {})[name]["problem"]) for name in ("plain", "routed")
+               if (routed or {}).get(name, {}).get("problem")]
     if failed:
         for f in failed:
             log("problem: %s, %s: %s" % f)

@@ -8,7 +8,9 @@ For each function: a fresh local queue, the function's binary under the
 runtime-API harness (scripts/lambda_harness.py) with every matching file in
 events/, then the queue read back. Prints, per function, each invocation's
 answer, the forwarder's figures (messages in/sent/failed, batches, bytes),
-what landed in the queue and one sample message.
+what landed in the queue and one sample message. kinesis-to-sqs runs once
+more with routing rules (`ROUTES`) over three queues, and shows what landed
+in each.
 """
 
 import glob
@@ -40,7 +42,7 @@ def drain(url):
     got, empty = [], 0
     while empty < 2:
         out = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
-                                  MessageAttributeNames=["All"])
+                                  MessageAttributeNames=["All"], MessageSystemAttributeNames=["MessageGroupId"])
         msgs = out.get("Messages", [])
         if not msgs:
             empty += 1
@@ -56,12 +58,10 @@ def events(prefix, skip=()):
     return [f for f in files if os.path.basename(f) not in skip]
 
 
-def run(function, files, env, setup=None):
-    url = sqs.create_queue(QueueName=f"local-{function}-{STAMP}")["QueueUrl"]
-    print(f"\n== {function}: {len(files)} sample events -> {url}")
-    if setup:
-        setup()
-    env = dict(env, QUEUE_URL=url, LOG_FORMAT="text", RUST_LOG=os.environ.get("RUST_LOG", "warn"))
+def invoke(function, files, env):
+    """Run `function` on `files` under the harness, print each answer and
+    the forwarder's figures; the harness's summary."""
+    env = dict(env, LOG_FORMAT="text", RUST_LOG=os.environ.get("RUST_LOG", "warn"))
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "lambda_harness.py"),
            "--binary", os.path.join(TARGET, PROFILE, function), "--timeout", "30"]
     for k, v in env.items():
@@ -83,20 +83,72 @@ def run(function, files, env, setup=None):
         for line in proc.stderr.strip().splitlines()[-5:]:
             print(f"     {short(line, 200)}")
     m = summary.get("metrics", {})
-    landed = drain(url)
     print(f"   forwarder: {m.get('MessagesIn', 0)} messages in, {m.get('MessagesSent', 0)} sent, "
           f"{m.get('MessagesFailed', 0)} failed, {m.get('MessagesDropped', 0)} dropped, "
           f"{m.get('BatchesSent', 0)} SendMessageBatch calls, {m.get('BytesSent', 0)} bytes; "
           f"cold start {summary.get('cold_start_ms')} ms")
-    print(f"   landed in the queue: {len(landed)} messages")
+    if m.get("FilteredOut") or m.get("Unmatched"):
+        print(f"   rules: {m.get('FilteredOut', 0)} filtered out, {m.get('Unmatched', 0)} unmatched and dropped")
+    return summary.get("answered") == len(files) and not summary.get("init_error")
+
+
+def show(label, url):
+    """Read `url` empty, print what landed and one sample, delete it."""
+    landed = drain(url)
+    print(f"   landed in {label}: {len(landed)} messages")
     if landed:
         sample = landed[0]
-        attrs = {k: v.get("StringValue", "<binary>") for k, v in sample.get("MessageAttributes", {}).items()}
+        # The function's own attributes (kinesis.*, ...) after the others (the rules' shaped ones).
+        attrs = dict(sorted(((k, v.get("StringValue", "<binary>"))
+                             for k, v in sample.get("MessageAttributes", {}).items()), key=lambda kv: "." in kv[0]))
         print(f"   sample: body={short(sample['Body'])}")
         if attrs:
             print(f"           attributes={short(attrs, 150)}")
+        group = sample.get("Attributes", {}).get("MessageGroupId")
+        if group:
+            print(f"           group id={group}")
     sqs.delete_queue(QueueUrl=url)
-    return summary.get("answered") == len(files) and not summary.get("init_error")
+
+
+def run(function, files, env, setup=None):
+    url = sqs.create_queue(QueueName=f"local-{function}-{STAMP}")["QueueUrl"]
+    print(f"\n== {function}: {len(files)} sample events -> {url}")
+    if setup:
+        setup()
+    ok = invoke(function, files, dict(env, QUEUE_URL=url))
+    show("the queue", url)
+    return ok
+
+
+def routed():
+    """kinesis-to-sqs with routing rules (ROUTES) on events/kinesis-orders.json:
+    three queues, records filtered, routed by partition key and by a JSON
+    field, shaped with attributes and a group id (a FIFO queue's group, a
+    standard queue's fair-queue tenant)."""
+    default = sqs.create_queue(QueueName=f"local-routed-default-{STAMP}")["QueueUrl"]
+    eu = sqs.create_queue(QueueName=f"local-routed-eu-{STAMP}")["QueueUrl"]
+    audit = sqs.create_queue(QueueName=f"local-routed-audit-{STAMP}.fifo",
+                             Attributes={"FifoQueue": "true"})["QueueUrl"]
+    rules = {
+        "targets": {"eu": eu, "audit": audit},
+        "filter": [{"field": "/type", "prefix": "order."}],
+        "routes": [{"when": {"key": "partition_key", "equals": "audit"}, "target": "audit"},
+                   {"when": {"field": "/region", "prefix": "eu-"}, "target": "eu"}],
+        "unmatched": "default",
+        "attributes": {"region": {"field": "/region", "type": "String"},
+                       "total": {"field": "/total", "type": "Number"}},
+        "group_id": {"field": "/customer"},
+    }
+    files = [os.path.join(ROOT, "events", "kinesis-orders.json")]
+    print(f"\n== kinesis-to-sqs, routed (ROUTES): {len(files)} sample event -> three queues")
+    print(f"   ROUTES={short(json.dumps(rules, separators=(',', ':')).replace(ENDPOINT, '<local SQS>'), 600)}")
+    print("   (a heartbeat is filtered out; a record whose total is not a number cannot be shaped: "
+          "it is reported in batchItemFailures as ShapeFailed)")
+    ok = invoke("kinesis-to-sqs", files, {"QUEUE_URL": default, "ROUTES": json.dumps(rules)})
+    show("default (standard)", default)
+    show("eu (standard, fair-queue tenants)", eu)
+    show("audit (FIFO)", audit)
+    return ok
 
 
 def s3_lines():
@@ -136,6 +188,7 @@ def rabbit_setup(queue):
 def main():
     ok = True
     ok &= run("kinesis-to-sqs", events("kinesis"), {})
+    ok &= routed()
     # Notification mode forwards the notifications; the objects need not exist.
     ok &= run("s3-to-sqs", events("s3"), {})
     # Lines mode reads a real object from the local S3: one message per line.

@@ -320,3 +320,91 @@ async fn a_failing_target_fails_its_own_records_only() {
     );
     assert!(drain(&sqs, &q.eu, 1).await.is_empty());
 }
+
+/// `events/kinesis-orders.json` under the rules `scripts/local-run.sh`
+/// shows (scripts/local_run.py, `routed`): what its output says lands
+/// where, does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_orders_sample_lands_as_the_local_run_shows() {
+    let sqs = client();
+    let default = create_queue(&sqs, "e2e-route-sample-default", &[]).await;
+    let eu = create_queue(&sqs, "e2e-route-sample-eu", &[]).await;
+    let audit = create_queue(&sqs, "e2e-route-sample-audit.fifo", &[]).await;
+    let doc = json!({
+        "targets": { "eu": eu, "audit": audit },
+        "filter": [ { "field": "/type", "prefix": "order." } ],
+        "routes": [
+            { "when": { "key": "partition_key", "equals": "audit" }, "target": "audit" },
+            { "when": { "field": "/region", "prefix": "eu-" }, "target": "eu" }
+        ],
+        "unmatched": "default",
+        "attributes": {
+            "region": { "field": "/region", "type": "String" },
+            "total": { "field": "/total", "type": "Number" }
+        },
+        "group_id": { "field": "/customer" }
+    })
+    .to_string();
+    let config = config(&default);
+    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
+    let first = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
+    let router = connect_router(
+        &sdk_config(),
+        &config,
+        first,
+        Some(routes),
+        GroupIds::FromSource,
+    )
+    .await
+    .expect("every target connects");
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../events/kinesis-orders.json"
+    ))
+    .expect("the sample");
+    let event: KinesisEvent = serde_json::from_str(&text).expect("a Kinesis event");
+    let last = event.records[7].kinesis.sequence_number.clone();
+    let response = Handler::routed(Settings::default(), router)
+        .handle(event, None)
+        .await
+        .expect("an answer");
+    // The last record's total ("n/a") is no Number: reported, ShapeFailed.
+    let reported: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(reported, vec![last]);
+
+    let orders = |ms: &[aws_sdk_sqs::types::Message]| -> Vec<(i64, Option<String>)> {
+        let mut v: Vec<_> = ms
+            .iter()
+            .map(|m| {
+                let body: Value = serde_json::from_str(m.body().unwrap_or("")).expect("JSON body");
+                (body["order"].as_i64().unwrap_or(-1), group_of(m))
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let got_default = drain(&sqs, &default, 1).await;
+    assert_eq!(orders(&got_default), vec![(3002, Some("c-2".into()))]);
+    let got_eu = drain(&sqs, &eu, 3).await;
+    assert_eq!(
+        orders(&got_eu),
+        vec![
+            (3001, Some("c-1".into())),
+            (3001, Some("c-1".into())),
+            (3003, Some("c-4".into()))
+        ],
+        "eu- regions, fair-queue tenants from /customer (the heartbeat filtered out)"
+    );
+    let attrs = attributes(&got_eu[0]);
+    assert_eq!(attrs["region"].0, "String");
+    assert_eq!(attrs["total"].0, "Number");
+    let got_audit = drain(&sqs, &audit, 2).await;
+    assert_eq!(
+        orders(&got_audit),
+        vec![(2990, Some("c-7".into())), (2991, Some("c-2".into()))]
+    );
+}

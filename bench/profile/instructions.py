@@ -36,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 sys.path.insert(0, BENCH)
 import run  # noqa: E402
+import routing  # noqa: E402
 import workloads  # noqa: E402
 
 # The function and the workload whose messages it counts per message.
@@ -76,20 +77,6 @@ def counted(bench, stub, event, invocations, env, binary, work, tag, before=None
     if report.get("init_error") or report.get("problem") or bad or report.get("cold_start_ms") is None:
         raise SystemExit(f"{tag}: the function did not answer as it should: {r.stdout[-600:]}")
     return instructions(out)
-
-
-def routes_document(stub_url):
-    """Three targets (the default and two more on the stub); the 10,000 x 40 B
-    records (partition keys pk-0..pk-99, data {"n":i,"p":"..."}) split about
-    10% by partition key, 11% by a JSON field, the rest to the default, each
-    with a Number attribute read from the data."""
-    return json.dumps({
-        "targets": {"a": f"{stub_url}/123456789012/bench-route-a",
-                    "b": f"{stub_url}/123456789012/bench-route-b"},
-        "routes": [{"when": {"key": "partition_key", "suffix": "7"}, "target": "a"},
-                   {"when": {"field": "/n", "prefix": "2"}, "target": "b"}],
-        "attributes": {"n": {"field": "/n", "type": "Number"}},
-    }, separators=(",", ":"))
 
 
 def main():
@@ -134,8 +121,8 @@ def main():
             env.update(fn_env)
             if args.routes:
                 if fn != "kinesis-to-sqs":
-                    raise SystemExit("--routes: kinesis-to-sqs only (the other functions do not route yet)")
-                env["ROUTES"] = routes_document(stub.url)
+                    raise SystemExit("--routes: kinesis-to-sqs only (the rules read its partition key)")
+                env["ROUTES"] = routing.document(stub.url)
             for profile in args.profiles.split(","):
                 binary = os.path.join(args.target_dir, profile, fn)
                 if not os.path.exists(binary):

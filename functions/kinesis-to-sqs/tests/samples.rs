@@ -28,6 +28,7 @@ fn every_sample_event_parses() {
         names,
         vec![
             "kinesis-kpl.json",
+            "kinesis-orders.json",
             "kinesis-oversize.json",
             "kinesis-small.json"
         ]
@@ -43,6 +44,20 @@ fn every_sample_event_parses() {
             );
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_orders_sample_arrives_whole_without_rules() {
+    let event = sample("kinesis-orders.json");
+    let fake = accepting();
+    let response = Handler::new(Settings::default(), forwarder(&fake, false))
+        .handle(event, None)
+        .await
+        .expect("an answer");
+    assert!(response.batch_item_failures.is_empty());
+    let seen = fake.accepted();
+    assert_eq!(seen.len(), 8);
+    assert!(seen.iter().all(|s| s.body.starts_with("{\"type\":")));
 }
 
 #[tokio::test(start_paused = true)]
