@@ -135,3 +135,6 @@ pub(crate) async fn send_all<T: Transport, P>(
     // hole would be a bug, and is never turned into a panic.
     slots.into_iter().flatten().collect()
 }
+
+#[cfg(test)]
+mod tests;
