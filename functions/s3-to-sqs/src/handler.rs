@@ -1,161 +1,58 @@
-//! One invocation: event in, messages out, and the answer S3 (or
-//! EventBridge) gets: success, or an error naming every record that did not
-//! reach SQS, so that Lambda retries the event and finally hands it to the
-//! on-failure destination.
+//! One invocation: event in, messages out (each where the routing rules
+//! say, if any), and the answer S3 (or EventBridge) gets: success, or an
+//! error naming every record that did not reach SQS, so that Lambda retries
+//! the event and finally hands it to the on-failure destination. The
+//! answer's types are in `handler/answer.rs`.
 
-use std::fmt;
-
-use serde::Serialize;
 use serde_json::Value;
+use sqs_forwarder::route::Router;
 use sqs_forwarder::setup::on_first_use::OnFirstUse;
 use sqs_forwarder::{Forwarder, Outcome, Transport};
 use tokio::time::Instant;
 
 use crate::event::{EventError, Incoming, ObjectEvent, parse};
-use crate::lines::{Chunking, LinesReport, forward_lines};
+use crate::lines::{Chunking, forward_lines};
 use crate::messages::{Fifo, notification_message};
 use crate::object::{Opened, open};
+use crate::routing::{Ruled, Skipped, body_bytes, plan, send_all};
 use crate::settings::{Mode, Settings};
 
-/// What an invocation did (the function's response; S3 ignores it, but
-/// `cargo lambda invoke` shows it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Report {
-    /// Records in the event.
-    pub records: usize,
-    /// Whether it was the `s3:TestEvent`.
-    pub test_event: bool,
-    /// Records left out by `EVENT_NAMES`.
-    pub filtered_out: usize,
-    /// Messages SQS accepted.
-    pub messages_sent: u64,
-    /// Messages dropped by `OVERSIZE_POLICY=drop`.
-    pub messages_dropped: u64,
-    /// Lines mode: records that are not about a created object (nothing to read).
-    pub not_created: usize,
-    /// Lines mode: objects overwritten since their event (unversioned buckets).
-    pub superseded: usize,
-    /// Lines mode: objects read.
-    pub objects_read: usize,
-    /// Lines mode: lines read, blank ones included.
-    pub lines_read: u64,
-    /// Lines mode: blank lines skipped.
-    pub blank_lines: u64,
-}
+mod answer;
 
-/// A record that did not reach SQS.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordFailure {
-    /// The record's index in the event.
-    pub record: usize,
-    /// Its event name.
-    pub event_name: String,
-    /// `s3://bucket/key`.
-    pub location: String,
-    /// Why.
-    pub reason: String,
-    /// Whether a retry of the event could help.
-    pub retryable: bool,
-}
+use answer::lines_reason;
+pub use answer::{HandlerError, RecordFailure, Report};
 
-impl RecordFailure {
-    fn new(record: usize, event: &ObjectEvent, reason: String, retryable: bool) -> Self {
-        RecordFailure {
-            record,
-            event_name: event.event_name.clone(),
-            location: event.location(),
-            reason,
-            retryable,
-        }
-    }
-}
-
-impl fmt::Display for RecordFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "record {} {} {}: {}",
-            self.record, self.event_name, self.location, self.reason
-        )
-    }
-}
-
-/// Why an invocation fails.
-#[derive(thiserror::Error)]
-pub enum HandlerError {
-    /// The event cannot be read.
-    #[error(transparent)]
-    Event(#[from] EventError),
-    /// Some records did not reach SQS.
-    #[error("{}", describe(failures, report))]
-    NotForwarded {
-        /// Every record that did not, in order.
-        failures: Vec<RecordFailure>,
-        /// What did get through.
-        report: Report,
-    },
-}
-
-/// The message itself: the Lambda runtime logs errors with `{:?}`.
-impl fmt::Debug for HandlerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// Records named in an error message; the rest are counted.
-const NAMED_FAILURES: usize = 10;
-
-fn describe(failures: &[RecordFailure], report: &Report) -> String {
-    let mut s = format!(
-        "{} of {} S3 records were not forwarded to SQS",
-        failures.len(),
-        report.records
-    );
-    for (i, failure) in failures.iter().take(NAMED_FAILURES).enumerate() {
-        s.push_str(if i == 0 { ": " } else { "; " });
-        s.push_str(&failure.to_string());
-    }
-    if failures.len() > NAMED_FAILURES {
-        s.push_str(&format!("; and {} more", failures.len() - NAMED_FAILURES));
-    }
-    s
-}
-
-impl From<HandlerError> for lambda_runtime::Diagnostic {
-    fn from(e: HandlerError) -> Self {
-        let error_type = match &e {
-            HandlerError::Event(_) => "S3ToSqs.InvalidEvent",
-            HandlerError::NotForwarded { .. } => "S3ToSqs.NotForwarded",
-        };
-        lambda_runtime::Diagnostic {
-            error_type: error_type.into(),
-            error_message: e.to_string(),
-        }
-    }
-}
-
-/// The function: settings, the forwarder, and an S3 client for lines mode.
+/// The function: settings, the router (the forwarder, or the routing rules
+/// and their targets' forwarders), and an S3 client for lines mode.
 #[derive(Debug)]
 pub struct Handler<T> {
     settings: Settings,
-    forwarder: Forwarder<T>,
+    router: Router<T>,
     s3: OnFirstUse<aws_sdk_s3::Client>,
 }
 
 impl<T: Transport> Handler<T> {
-    /// A handler. The S3 client is only used in lines mode: one built, or
-    /// one to build on the first object read (`OnFirstUse::new`; the
-    /// notification mode never builds it).
+    /// A handler sending every message to `forwarder`'s queue. The S3
+    /// client is only used in lines mode: one built, or one to build on the
+    /// first object read (`OnFirstUse::new`; the notification mode never
+    /// builds it).
     pub fn new(
         settings: Settings,
         forwarder: Forwarder<T>,
         s3: impl Into<OnFirstUse<aws_sdk_s3::Client>>,
     ) -> Self {
+        Self::routed(settings, Router::single(forwarder), s3)
+    }
+
+    /// A handler sending each record (or line) where `router`'s rules say.
+    pub fn routed(
+        settings: Settings,
+        router: Router<T>,
+        s3: impl Into<OnFirstUse<aws_sdk_s3::Client>>,
+    ) -> Self {
         Handler {
             settings,
-            forwarder,
+            router,
             s3: s3.into(),
         }
     }
@@ -165,14 +62,22 @@ impl<T: Transport> Handler<T> {
         &self.settings
     }
 
-    /// The forwarder.
+    /// The default target's forwarder.
     pub fn forwarder(&self) -> &Forwarder<T> {
-        &self.forwarder
+        self.router.default_target()
     }
 
+    /// The router.
+    pub fn router(&self) -> &Router<T> {
+        &self.router
+    }
+
+    /// The FIFO parameters messages are built with: with rules, FIFO ids
+    /// whenever any target is FIFO (the router takes them off those bound
+    /// for a standard queue).
     fn fifo(&self) -> Fifo {
         Fifo {
-            enabled: self.forwarder.rules().fifo,
+            enabled: self.router.any_fifo(),
             group_by: self.settings.group_by,
         }
     }
@@ -228,6 +133,8 @@ impl<T: Transport> Handler<T> {
             filtered_out = report.filtered_out,
             messages_sent = report.messages_sent,
             messages_dropped = report.messages_dropped,
+            routes_filtered_out = report.routes_filtered_out,
+            routes_unmatched = report.routes_unmatched,
             failed_records = failures.len(),
             "event handled"
         );
@@ -245,24 +152,38 @@ impl<T: Transport> Handler<T> {
         deadline: Option<Instant>,
     ) -> Vec<RecordFailure> {
         let fifo = self.fifo();
-        let messages = selected
+        let routes = self.router.routes();
+        // The rules read the record's message body: its JSON, as sent.
+        let items = selected
             .iter()
-            .map(|(index, event)| notification_message(event, fifo, *index))
+            .enumerate()
+            .map(|(at, (_, event))| {
+                let message = notification_message(event, fifo, at);
+                let plan = plan(routes, event, body_bytes(&message.body));
+                let ruled = Ruled::of(plan.as_ref());
+                self.router
+                    .route(plan, message.map_position(|at| (at, ruled)))
+            })
             .collect();
-        let outcomes = self.forwarder.send_all(messages, deadline).await;
+        let outcomes = send_all(&self.router, items, deadline).await;
+        let mut skipped = Skipped::default();
         let mut failures = Vec::new();
-        for (o, (_, event)) in outcomes.into_iter().zip(selected) {
-            match o.outcome {
-                Outcome::Sent { .. } => report.messages_sent += 1,
-                Outcome::Dropped { .. } => report.messages_dropped += 1,
-                Outcome::Failed(f) => failures.push(RecordFailure::new(
-                    o.position,
-                    event,
-                    f.to_string(),
-                    f.retryable,
-                )),
+        for o in outcomes {
+            let (at, ruled) = o.position;
+            let Some(&(index, event)) = selected.get(at) else {
+                continue;
+            };
+            match (o.outcome, ruled) {
+                (Outcome::Dropped { .. }, Ruled::Skipped(reason)) => skipped.count(reason),
+                (Outcome::Sent { .. }, _) => report.messages_sent += 1,
+                (Outcome::Dropped { .. }, _) => report.messages_dropped += 1,
+                (Outcome::Failed(f), _) => {
+                    failures.push(RecordFailure::new(index, event, f.to_string(), f.retryable))
+                }
             }
         }
+        report.routes_filtered_out += skipped.filtered_out;
+        report.routes_unmatched += skipped.unmatched;
         failures
     }
 
@@ -318,7 +239,7 @@ impl<T: Transport> Handler<T> {
                 }
             };
             report.objects_read += 1;
-            let lines = forward_lines(body, event, &self.forwarder, fifo, chunking, deadline).await;
+            let lines = forward_lines(body, event, &self.router, fifo, chunking, deadline).await;
             tracing::info!(
                 record = index,
                 bucket = %event.bucket,
@@ -327,6 +248,8 @@ impl<T: Transport> Handler<T> {
                 lines = lines.lines,
                 sent = lines.sent,
                 dropped = lines.dropped,
+                filtered_out = lines.skipped.filtered_out,
+                unmatched = lines.skipped.unmatched,
                 blank = lines.blank,
                 failed = lines.failed,
                 "object forwarded line by line"
@@ -335,6 +258,8 @@ impl<T: Transport> Handler<T> {
             report.blank_lines += lines.blank;
             report.messages_sent += lines.sent;
             report.messages_dropped += lines.dropped;
+            report.routes_filtered_out += lines.skipped.filtered_out;
+            report.routes_unmatched += lines.skipped.unmatched;
             if !lines.complete() {
                 let retryable =
                     lines.retryable || lines.read_error.as_ref().is_some_and(|e| e.retryable);
@@ -343,43 +268,6 @@ impl<T: Transport> Handler<T> {
         }
         failures
     }
-}
-
-fn lines_reason(lines: &LinesReport) -> String {
-    let mut parts = Vec::new();
-    if lines.failed > 0 {
-        let named: Vec<String> = lines
-            .failures
-            .iter()
-            .map(|(n, f)| format!("line {n}: {f}"))
-            .collect();
-        let more = lines.failed.saturating_sub(lines.failures.len() as u64);
-        parts.push(format!(
-            "{} of {} lines not forwarded ({}{})",
-            lines.failed,
-            lines.lines,
-            named.join("; "),
-            if more > 0 {
-                format!("; and {more} more")
-            } else {
-                String::new()
-            }
-        ));
-    }
-    if let Some(n) = lines.stopped_after {
-        parts.push(if lines.retryable {
-            format!("reading stopped after line {n}; a retry of the event sends the object again")
-        } else {
-            format!("reading stopped after line {n}: no line of the last chunk got through")
-        });
-    }
-    if let Some(e) = &lines.read_error {
-        parts.push(format!(
-            "the object could not be read to its end after line {}: {}: {}",
-            lines.lines, e.code, e.message
-        ));
-    }
-    parts.join("; ")
 }
 
 #[cfg(test)]

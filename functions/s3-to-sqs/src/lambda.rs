@@ -4,6 +4,7 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
+use sqs_forwarder::route::SourceKey;
 use sqs_forwarder::setup::on_first_use::OnFirstUse;
 use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
@@ -21,6 +22,7 @@ pub struct Lambda {
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
+    const SOURCE_KEYS: Option<&'static [SourceKey]> = Some(crate::routing::SOURCE_KEYS);
     type Settings = Settings;
 
     fn settings(env: &Env) -> Result<Settings, ConfigError> {
@@ -41,7 +43,7 @@ impl ColdStart for Lambda {
         let s3 = OnFirstUse::new(move || s3_client(&reader, force_path_style));
         Ok(Lambda {
             kept: started.kept(),
-            handler: Handler::new(settings, started.forwarder, s3),
+            handler: Handler::routed(settings, started.router, s3),
         })
     }
 }

@@ -16,10 +16,13 @@
 //! destination. On FIFO queues, deduplication ids make those retries (and
 //! S3's own duplicate deliveries) harmless within SQS's five-minute window.
 //!
+//! With routing rules (`ROUTES`), each record (notification mode) or line
+//! (lines mode) goes where the rules say, shaped as they say ([`routing`]).
+//!
 //! The flow, module by module: [`event`] (read the event) → [`settings`]
 //! (`EVENT_NAMES`) → [`messages`] (build messages) or, in lines mode,
 //! [`object`] (open the object) → [`lines`] (read and forward lines) →
-//! `Forwarder::send_all` → [`handler`] (the answer).
+//! [`routing`] (the rules' plan, the router) → [`handler`] (the answer).
 
 pub mod event;
 pub mod handler;
@@ -27,6 +30,7 @@ pub mod lambda;
 pub mod lines;
 pub mod messages;
 pub mod object;
+pub mod routing;
 pub mod settings;
 
 pub use event::{EventError, Incoming, ObjectEvent, Via};

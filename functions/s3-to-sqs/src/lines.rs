@@ -2,19 +2,26 @@
 //! a chunk at a time.
 //!
 //! Memory stays bounded whatever the object's size: the reader holds one
-//! line, and that at most a byte over the largest message the queue takes
-//! (a longer line is cut there and goes on as an oversize message, which the
-//! shared `OVERSIZE_POLICY` fails or drops); the forwarder gets at most
-//! `LINES_PER_SEND` lines or `LINES_BYTES_PER_SEND` bytes at a time.
+//! line, and that at most a byte over the largest message any target queue
+//! takes (a longer line is cut there and goes on as an oversize message,
+//! which the shared `OVERSIZE_POLICY` fails or drops); the router gets at
+//! most `LINES_PER_SEND` lines or `LINES_BYTES_PER_SEND` bytes at a time.
+//!
+//! With routing rules (`ROUTES`) each line is a record: its data is the
+//! line, its keys the object's bucket and key and the event's name. The
+//! rules plan it as it is read, before it moves into its message; nothing
+//! more of the object is held than without rules.
 
 use std::io;
 
-use sqs_forwarder::{Failure, Forwarder, Outcome, Transport};
+use sqs_forwarder::route::Router;
+use sqs_forwarder::{Failure, Outcome, Routed, Transport};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::time::Instant;
 
 use crate::event::ObjectEvent;
 use crate::messages::{Fifo, line_message};
+use crate::routing::{Ruled, Skipped, plan, send_all};
 
 /// One line, without its line ending.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,9 +106,12 @@ pub struct LinesReport {
     pub sent: u64,
     /// Lines dropped by `OVERSIZE_POLICY=drop`.
     pub dropped: u64,
+    /// Lines the routing rules sent nowhere (done, not failed).
+    pub skipped: Skipped,
     /// Empty lines, skipped (SQS takes no empty messages).
     pub blank: u64,
-    /// Lines that did not reach SQS.
+    /// Lines that did not reach SQS, or that the routing rules could not
+    /// shape (`ShapeFailed`).
     pub failed: u64,
     /// The first few failures: line number and why.
     pub failures: Vec<(u64, Failure)>,
@@ -143,14 +153,31 @@ pub struct Chunking {
     pub bytes: usize,
 }
 
-/// Read every line and forward it. Reading stops early at a retryable
-/// failure (the retried event forwards the rest) and at a chunk in which no
-/// line got through (the queue is likely unusable); other failures are
-/// counted and reading goes on, so that every line that can be forwarded is.
+/// Where a line's message came from, and what the rules made of it.
+#[derive(Debug, Clone, Copy)]
+struct LinePosition {
+    /// The line number.
+    number: u64,
+    /// The line's full length.
+    len: u64,
+    /// Routed to a target, skipped or at fault.
+    ruled: Ruled,
+}
+
+/// Read every line and forward it where the router's rules say (without
+/// rules: to its one queue). Reading stops early at a retryable failure
+/// (the retried event forwards the rest) and at a chunk in which no line
+/// handed to a queue got through (the queue is likely unusable); other
+/// failures are counted and reading goes on, so that every line that can be
+/// forwarded is.
+///
+/// A line longer than the largest message any target takes is cut by the
+/// reader: the rules cannot read it whole, so they do not see it; it goes
+/// to the default target as an oversize message, for `OVERSIZE_POLICY`.
 pub async fn forward_lines<R, T>(
     reader: R,
     event: &ObjectEvent,
-    forwarder: &Forwarder<T>,
+    router: &Router<T>,
     fifo: Fifo,
     chunking: Chunking,
     deadline: Option<Instant>,
@@ -159,12 +186,24 @@ where
     R: AsyncBufRead + Unpin,
     T: Transport,
 {
-    let cap = forwarder.settings().limits.largest_message() + 1;
+    let default = router.default_target();
+    let largest = router
+        .targets()
+        .iter()
+        .map(|f| f.settings().limits.largest_message())
+        .max()
+        .unwrap_or_else(|| default.settings().limits.largest_message());
+    let cap = largest + 1;
+    // A cut line goes to the default target with that queue's ids.
+    let cut_fifo = Fifo {
+        enabled: default.rules().fifo,
+        ..fifo
+    };
+    let routes = router.routes();
     let mut reader = LineReader::new(reader, cap);
     let mut report = LinesReport::default();
     let mut chunk = Vec::new();
     let mut chunk_bytes = 0usize;
-    let mut lengths = Vec::new();
     loop {
         let line = match reader.next_line().await {
             Ok(line) => line,
@@ -179,7 +218,8 @@ where
             report.blank += 1;
             continue;
         }
-        if line.len > line.bytes.len() as u64 && forwarder.offloads() {
+        let cut = line.len > line.bytes.len() as u64;
+        if cut && default.offloads() {
             // A cut line must not reach S3 (OVERSIZE_POLICY=offload) as if
             // it were whole: it fails here, as too large for lines mode.
             report.failed += 1;
@@ -190,8 +230,7 @@ where
                         "MessageTooLarge",
                         format!(
                             "the line is {} bytes; lines mode reads at most {} bytes of a line (the queue's limit), also when offloading to S3",
-                            line.len,
-                            cap - 1
+                            line.len, largest
                         ),
                     ),
                 ));
@@ -199,17 +238,29 @@ where
             continue;
         }
         chunk_bytes += line.bytes.len();
-        lengths.push(line.len);
-        chunk.push(line_message(event, fifo, line.number, line.bytes));
-        if chunk.len() >= chunking.lines || chunk_bytes >= chunking.bytes {
-            let go_on = send_chunk(
-                forwarder,
-                std::mem::take(&mut chunk),
-                std::mem::take(&mut lengths),
-                deadline,
-                &mut report,
+        let (number, len) = (line.number, line.len);
+        let item = if cut {
+            let message = line_message(event, cut_fifo, number, line.bytes);
+            Routed::To(
+                0,
+                message.map_position(|number| LinePosition {
+                    number,
+                    len,
+                    ruled: Ruled::Target,
+                }),
             )
-            .await;
+        } else {
+            let plan = plan(routes, event, &line.bytes);
+            let ruled = Ruled::of(plan.as_ref());
+            let message = line_message(event, fifo, number, line.bytes);
+            router.route(
+                plan,
+                message.map_position(|number| LinePosition { number, len, ruled }),
+            )
+        };
+        chunk.push(item);
+        if chunk.len() >= chunking.lines || chunk_bytes >= chunking.bytes {
+            let go_on = send_chunk(router, std::mem::take(&mut chunk), deadline, &mut report).await;
             chunk_bytes = 0;
             if !go_on {
                 report.stopped_after = Some(report.lines);
@@ -218,7 +269,7 @@ where
         }
     }
     if !chunk.is_empty() {
-        send_chunk(forwarder, chunk, lengths, deadline, &mut report).await;
+        send_chunk(router, chunk, deadline, &mut report).await;
     }
     report
 }
@@ -239,41 +290,49 @@ fn read_error(e: &io::Error) -> ReadError {
     }
 }
 
-/// Send one chunk and tally it; `false` when reading should stop.
+/// Send one chunk and tally it; `false` when reading should stop: a
+/// retryable failure, or lines handed to a queue of which none got through.
+/// Lines the rules skipped or could not shape say nothing of the queues.
 async fn send_chunk<T: Transport>(
-    forwarder: &Forwarder<T>,
-    chunk: Vec<sqs_forwarder::Message<u64>>,
-    lengths: Vec<u64>,
+    router: &Router<T>,
+    chunk: Vec<Routed<LinePosition>>,
     deadline: Option<Instant>,
     report: &mut LinesReport,
 ) -> bool {
-    let outcomes = forwarder.send_all(chunk, deadline).await;
+    let outcomes = send_all(router, chunk, deadline).await;
     let mut got_through = false;
+    let mut to_a_queue = false;
     let mut retryable = false;
-    for (o, len) in outcomes.into_iter().zip(lengths) {
-        match o.outcome {
-            Outcome::Sent { .. } => {
+    for o in outcomes {
+        let position = o.position;
+        match (o.outcome, position.ruled) {
+            (Outcome::Dropped { .. }, Ruled::Skipped(reason)) => report.skipped.count(reason),
+            (Outcome::Sent { .. }, _) => {
                 report.sent += 1;
                 got_through = true;
+                to_a_queue = true;
             }
-            Outcome::Dropped { .. } => {
+            (Outcome::Dropped { .. }, _) => {
                 report.dropped += 1;
                 got_through = true;
+                to_a_queue = true;
             }
-            Outcome::Failed(mut failure) => {
+            (Outcome::Failed(mut failure), ruled) => {
                 report.failed += 1;
                 retryable |= failure.retryable;
+                to_a_queue |= ruled == Ruled::Target;
                 if failure.cause == sqs_forwarder::Cause::TooLarge {
-                    failure.message = format!("the line is {len} bytes; {}", failure.message);
+                    failure.message =
+                        format!("the line is {} bytes; {}", position.len, failure.message);
                 }
                 if report.failures.len() < KEPT_FAILURES {
-                    report.failures.push((o.position, failure));
+                    report.failures.push((position.number, failure));
                 }
             }
         }
     }
     report.retryable |= retryable;
-    got_through && !retryable
+    !retryable && (got_through || !to_a_queue)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! What the unit tests share: a fake SQS that fails chosen entries, the
-//! entries it accepted, and a forwarder over it.
+//! entries it accepted, a forwarder over it, and an S3 client that is never
+//! called.
 
 use sqs_forwarder::message::encode::{EncodeRules, Entry};
 use sqs_forwarder::test_support::{FakeSqs, Reply};
@@ -40,4 +41,13 @@ pub(crate) fn forwarder(fake: FakeSqs, fifo: bool) -> Forwarder<FakeSqs> {
             ..EncodeRules::default()
         },
     )
+}
+
+/// An S3 client for handlers whose tests read no object.
+pub(crate) fn offline_s3() -> aws_sdk_s3::Client {
+    let conf = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .region(aws_sdk_s3::config::Region::new("us-east-1"))
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
 }

@@ -63,6 +63,31 @@ async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
 }
 
 #[tokio::test]
-async fn routing_rules_are_refused_until_this_function_routes() {
-    sqs_forwarder::test_support::runtime_api::assert_routes_refused(BINARY, "S3ToSqs").await;
+async fn bad_routing_rules_fail_the_init_naming_the_rule() {
+    // s3-to-sqs offers the bucket, the object key and the event name, not
+    // a Kinesis partition key.
+    let (error, exit) = init_error(
+        BINARY,
+        &[
+            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
+            (
+                "ROUTES",
+                r#"{"routes": [{"when": {"key": "object_key", "suffix": ".csv"}, "target": "default"},
+                               {"when": {"key": "partition_key", "equals": "p"}, "target": "default"}]}"#,
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(error.error_type, "S3ToSqs.InvalidConfiguration");
+    assert!(
+        error
+            .error_message
+            .starts_with("invalid configuration: ROUTES=")
+            && error.error_message.contains("routes[1]")
+            && error
+                .error_message
+                .contains("keys this function offers: bucket, object_key, event_name"),
+        "{error:?}"
+    );
+    assert_eq!(exit, Some(2));
 }

@@ -4,16 +4,8 @@ use serde_json::{Value, json};
 use sqs_forwarder::message::encode::Entry;
 use sqs_forwarder::test_support::FakeSqs;
 
-use crate::testing::{accepted_by, failing, forwarder};
+use crate::testing::{accepted_by, failing, forwarder, offline_s3};
 use crate::{Handler, HandlerError, Settings};
-
-fn offline_s3() -> aws_sdk_s3::Client {
-    let conf = aws_sdk_s3::Config::builder()
-        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new("us-east-1"))
-        .build();
-    aws_sdk_s3::Client::from_conf(conf)
-}
 
 fn handler(settings: Settings, fake: FakeSqs, fifo: bool) -> Handler<FakeSqs> {
     Handler::new(settings, forwarder(fake, fifo), offline_s3())

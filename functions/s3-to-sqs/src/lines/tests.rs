@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_compression::tokio::bufread::GzipEncoder;
 use sqs_forwarder::call::transport::BoxFuture;
 use sqs_forwarder::message::encode::{EncodeRules, Entry};
+use sqs_forwarder::route::Router;
 use sqs_forwarder::test_support::FakeSqs;
 use sqs_forwarder::{Forwarder, Limits, OversizePolicy, SendSettings, Transport};
 use tokio::io::{AsyncBufRead, AsyncReadExt};
@@ -38,9 +39,19 @@ fn object_event() -> ObjectEvent {
 
 /// `forward_lines` of the test object's `reader` into a standard queue,
 /// without a deadline, in chunks of at most `(lines, bytes)`.
-async fn lines_into<R, T>(
+async fn lines_into<R, T>(reader: R, fwd: &Forwarder<T>, chunking: (usize, usize)) -> LinesReport
+where
+    R: AsyncBufRead + Unpin,
+    T: Transport + Clone,
+{
+    routed_lines(reader, &Router::single(fwd.clone()), STANDARD, chunking).await
+}
+
+/// `forward_lines` of the test object's `reader` through `router`.
+async fn routed_lines<R, T>(
     reader: R,
-    fwd: &Forwarder<T>,
+    router: &Router<T>,
+    fifo: Fifo,
     (lines, bytes): (usize, usize),
 ) -> LinesReport
 where
@@ -50,8 +61,8 @@ where
     forward_lines(
         reader,
         &object_event(),
-        fwd,
-        STANDARD,
+        router,
+        fifo,
         Chunking { lines, bytes },
         None,
     )
