@@ -37,7 +37,8 @@ pub struct BatchReport {
     pub received: usize,
     /// Messages SQS accepted.
     pub sent: usize,
-    /// Messages dropped by `OVERSIZE_POLICY=drop`.
+    /// Messages dropped by `OVERSIZE_POLICY=drop` or sent nowhere by the
+    /// routing rules.
     pub dropped: usize,
 }
 

@@ -318,3 +318,18 @@ mod mapped {
         }
     }
 }
+
+#[test]
+fn the_readme_example_is_a_document_this_function_takes() {
+    let readme = include_str!("../../README.md");
+    let section = readme
+        .split("## Routing (`ROUTES`)")
+        .nth(1)
+        .expect("a Routing section");
+    let example = section
+        .split("```json")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("an example document");
+    Routes::parse(example, SOURCE_KEYS).expect("the example is valid");
+}
