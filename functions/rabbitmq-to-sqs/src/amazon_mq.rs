@@ -14,11 +14,12 @@
 use aws_lambda_events::event::rabbitmq::{RabbitMqEvent, RabbitMqMessage};
 use base64::Engine as _;
 use serde::Serialize;
-use sqs_forwarder::{Failure, Forwarder, Message, Outcome, Summary, Transport};
+use sqs_forwarder::route::Router;
+use sqs_forwarder::{Failure, Outcome, Routed, Transport};
 use tokio::time::Instant;
 
-use crate::HandlerError;
 use crate::mapping::{FieldValue, Incoming, Mapper, Properties, json_value};
+use crate::{HandlerError, routing};
 
 /// A message's place in the event: its `queue::vhost` key and index.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +37,8 @@ pub struct BatchReport {
     pub received: usize,
     /// Messages SQS accepted.
     pub sent: usize,
-    /// Messages dropped by `OVERSIZE_POLICY=drop`.
+    /// Messages dropped by `OVERSIZE_POLICY=drop` or sent nowhere by the
+    /// routing rules.
     pub dropped: usize,
 }
 
@@ -92,18 +94,20 @@ pub fn incoming(queue: &str, m: &RabbitMqMessage) -> Result<Incoming, Failure> {
     })
 }
 
-/// Forward an `aws:rmq` batch, mapped by `mapper`, through `forwarder`.
-/// Any message that did not reach SQS makes this an error, so that Lambda
-/// gives the batch back to the broker.
+/// Forward an `aws:rmq` batch, mapped by `mapper`, through `router` (to
+/// the targets its rules name). Any message that did not reach SQS makes
+/// this an error, so that Lambda gives the batch back to the broker; a
+/// message the rules send nowhere is done (counted in `dropped`), one they
+/// cannot shape did not reach SQS.
 pub async fn forward<T: Transport>(
-    forwarder: &Forwarder<T>,
+    router: &Router<T>,
     mapper: &Mapper,
     event: RabbitMqEvent,
     send_deadline: Option<Instant>,
 ) -> Result<BatchReport, HandlerError> {
     let mut keys: Vec<&String> = event.messages_by_queue.keys().collect();
     keys.sort();
-    let mut messages: Vec<Message<EventPosition>> = Vec::new();
+    let mut items: Vec<Routed<EventPosition>> = Vec::new();
     let mut refused: Vec<(EventPosition, Failure)> = Vec::new();
     for key in keys {
         let queue = queue_of(key);
@@ -112,24 +116,28 @@ pub async fn forward<T: Transport>(
                 key: key.clone(),
                 index,
             };
-            let mapped = incoming(queue, m)
+            let routed = incoming(queue, m)
                 .map_err(|f| (position.clone(), f))
-                .and_then(|inc| mapper.message(inc, position.clone()));
-            match mapped {
-                Ok(msg) => messages.push(msg),
+                .and_then(|inc| {
+                    let plan = routing::plan(router.routes(), &inc);
+                    mapper.route(router, plan, inc, position.clone())
+                });
+            match routed {
+                Ok(item) => items.push(item),
                 Err((pos, f)) => refused.push((pos, f)),
             }
         }
     }
-    let received = messages.len() + refused.len();
-    let outcomes = forwarder.send_all(messages, send_deadline).await;
-    let summary = Summary::of(&outcomes);
+    let received = items.len() + refused.len();
     let mut failures: Vec<(EventPosition, Failure)> = refused;
-    for o in outcomes {
-        if let Outcome::Failed(f) = o.outcome {
-            failures.push((o.position, f));
-        }
-    }
+    let tally = router
+        .forward(items, send_deadline, |o| {
+            if let Outcome::Failed(f) = o.outcome {
+                failures.push((o.position, f));
+            }
+        })
+        .await;
+    let summary = tally.summary;
     for (pos, f) in &failures {
         tracing::error!(
             queue_key = %pos.key,

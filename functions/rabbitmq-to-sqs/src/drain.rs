@@ -17,7 +17,13 @@
 //! Messages SQS did not take but might later are held unacknowledged until
 //! the drain of their queue ends and then requeued, so one invocation never
 //! takes the same failing message twice. On a FIFO target, later messages of
-//! a held message's group are held too, so a group's order survives.
+//! a held message's group to that target are held too, so a group's order
+//! survives on each target.
+//!
+//! With routing rules (`ROUTES`) each delivery goes to the target its rules
+//! name; one the rules send nowhere is done (acked, counted in `dropped`),
+//! and one they cannot shape is a content fault (rejected, to the
+//! dead-letter exchange), as any message SQS would never take.
 //!
 //! In `auto-ack` mode the broker forgets each message as it hands it out, so
 //! prefetch cannot bound anything: messages are pulled one at a time with
@@ -37,13 +43,15 @@ mod pull;
 mod report;
 mod settle;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use lapin::{Channel, Connection};
-use sqs_forwarder::{Failure, Forwarder, Transport};
+use sqs_forwarder::route::Router;
+use sqs_forwarder::{Failure, Transport};
 use tokio::time::Instant;
 
 pub use self::report::{PollReport, QueueReport, StopReason};
+use self::settle::BlockedGroups;
 use crate::broker::Secrets;
 use crate::mapping::Mapper;
 use crate::settings::{DeliveryMode, Settings};
@@ -51,8 +59,9 @@ use crate::settings::{DeliveryMode, Settings};
 /// What a poll takes from the function: where messages go, how they are
 /// mapped, the limits, and the passwords to keep out of errors.
 pub struct Poller<'a, T> {
-    /// The forwarder to SQS.
-    pub forwarder: &'a Forwarder<T>,
+    /// The target queues: the forwarder to SQS, or the routing rules
+    /// (`ROUTES`) and their targets' forwarders.
+    pub router: &'a Router<T>,
     /// AMQP message to SQS message.
     pub mapper: &'a Mapper,
     /// The delivery mode, prefetch, idle wait and message budget.
@@ -143,8 +152,9 @@ struct Drain<'a, T> {
     /// requeued: SQS did not take them (or an earlier message of their FIFO
     /// group), and one invocation must not take them again.
     held: BTreeSet<u64>,
-    /// FIFO groups with a held message: their later messages are held too.
-    blocked_groups: HashSet<String>,
+    /// FIFO groups with a held message, per target: their later messages
+    /// to that target are held too.
+    blocked_groups: BlockedGroups,
     report: QueueReport,
     /// Most messages this drain may take.
     budget: u64,
@@ -178,7 +188,7 @@ impl<'a, T: Transport> Drain<'a, T> {
             queue,
             channel,
             held: BTreeSet::new(),
-            blocked_groups: HashSet::new(),
+            blocked_groups: BlockedGroups::default(),
             report: QueueReport::new(queue),
             budget,
             stop_at,

@@ -11,7 +11,8 @@
 //!    keeps one, in order (properties first, then headers as the source gave
 //!    them), as long as slots are left: ten, less one for the body-encoding
 //!    marker when the body will be encoded, less one for the claim check's
-//!    size attribute under `OVERSIZE_POLICY=offload`;
+//!    size attribute under `OVERSIZE_POLICY=offload`, less those the
+//!    routing rules set (`ROUTES`: they are fitted around, [`fit_beside`]);
 //! 2. the rest (names SQS refuses, names the forwarder reserves, and what
 //!    found no slot) is carried in **one** `String` attribute,
 //!    [`FOLDED_ATTRIBUTE`], holding a JSON object of name → value (text as
@@ -139,8 +140,24 @@ impl Slot {
 /// Fit `fields` (properties first, then headers, in order) onto a message
 /// with this `body`.
 pub fn fit(fields: Vec<(String, FieldValue)>, body: &[u8], room: &Room) -> Fitted {
+    fit_beside(fields, body, room, &[])
+}
+
+/// [`fit`] onto a message that already carries `taken` (the routing rules'
+/// attributes, `ROUTES`): they keep their slots, names and bytes, and a
+/// field of the same name is folded rather than put in their place. When
+/// `taken` leaves no slot, or holds [`FOLDED_ATTRIBUTE`] itself, what would
+/// be folded is left out (listed in [`Fitted::dropped`]).
+pub fn fit_beside(
+    fields: Vec<(String, FieldValue)>,
+    body: &[u8],
+    room: &Room,
+    taken: &[Attribute],
+) -> Fitted {
     let encoded = room.encodes(body);
-    let slots_left = MAX_ATTRIBUTES - usize::from(encoded) - usize::from(room.offload);
+    let slots_left = MAX_ATTRIBUTES
+        .saturating_sub(usize::from(encoded) + usize::from(room.offload) + taken.len());
+    let is_taken = |name: &str| taken.iter().any(|a| a.name == name);
 
     // Own attribute or folded, in the fields' order.
     let mut slots: Vec<Slot> = Vec::with_capacity(fields.len());
@@ -150,6 +167,7 @@ pub fn fit(fields: Vec<(String, FieldValue)>, body: &[u8], room: &Room) -> Fitte
         };
         let own = check_attribute(&a).is_ok()
             && !room.reserved(&name)
+            && !is_taken(&name)
             && !slots.iter().any(|s| s.name() == name);
         if own {
             slots.push(Slot::Own(a, value));
@@ -157,9 +175,24 @@ pub fn fit(fields: Vec<(String, FieldValue)>, body: &[u8], room: &Room) -> Fitte
             slots.push(Slot::Folded(name, json(&value)));
         }
     }
+    let mut dropped = Vec::new();
     let owns = slots.iter().filter(|s| matches!(s, Slot::Own(..))).count();
     let any_folded = owns < slots.len();
-    if owns > slots_left || (any_folded && owns >= slots_left) {
+    if slots_left == 0 || is_taken(FOLDED_ATTRIBUTE) {
+        // Nothing can be folded (no slot for the folded attribute, or the
+        // rules use its name): the first owns keep a slot, the rest is
+        // left out.
+        let mut keep = slots_left;
+        slots.retain(|s| {
+            let kept = matches!(s, Slot::Own(..)) && keep > 0;
+            if kept {
+                keep -= 1;
+            } else {
+                dropped.push(s.name().to_owned());
+            }
+            kept
+        });
+    } else if owns > slots_left || (any_folded && owns >= slots_left) {
         // One slot goes to the folded attribute; the last owns give theirs up.
         let mut keep = slots_left.saturating_sub(1);
         for s in &mut slots {
@@ -185,8 +218,12 @@ pub fn fit(fields: Vec<(String, FieldValue)>, body: &[u8], room: &Room) -> Fitte
     } else {
         body_cost
     };
-    let mut dropped = Vec::new();
-    if let Some(room_for_attributes) = room.largest_message.checked_sub(body_cost) {
+    let taken_size: usize = taken.iter().map(Attribute::size).sum();
+    if let Some(room_for_attributes) = room
+        .largest_message
+        .checked_sub(body_cost)
+        .and_then(|left| left.checked_sub(taken_size))
+    {
         loop {
             let attributes = assemble(&slots);
             let size: usize = attributes.iter().map(Attribute::size).sum();

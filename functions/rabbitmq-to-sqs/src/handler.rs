@@ -1,9 +1,11 @@
 //! The function's core: one invocation's event in (a scheduled poll or an
-//! `aws:rmq` batch), the messages out through the forwarder, their outcomes
-//! back as acks (a poll) or the invocation's result (a batch).
+//! `aws:rmq` batch), the messages out through the router (the forwarder, or
+//! the routing rules and their targets' forwarders), their outcomes back as
+//! acks (a poll) or the invocation's result (a batch).
 
 use aws_lambda_events::event::rabbitmq::RabbitMqEvent;
 use serde_json::Value;
+use sqs_forwarder::route::Router;
 use sqs_forwarder::{ConfigError, Forwarder, Transport};
 use tokio::time::Instant;
 
@@ -20,11 +22,11 @@ use crate::{SERVICE, amazon_mq, fold};
 /// name it).
 const LOG_TARGET: &str = "rabbitmq_to_sqs";
 
-/// The function's core: settings, the forwarder to SQS, and the way to the broker.
+/// The function's core: settings, the router to SQS, and the way to the broker.
 #[derive(Debug)]
 pub struct Handler<T> {
     settings: Settings,
-    forwarder: Forwarder<T>,
+    router: Router<T>,
     mapper: Mapper,
     deadline_margin: std::time::Duration,
     secret: Option<SecretSource>,
@@ -33,23 +35,34 @@ pub struct Handler<T> {
 }
 
 impl<T: Transport> Handler<T> {
-    /// Put the handler together. `deadline_margin` is the shared
-    /// `DEADLINE_MARGIN_MS`; `secrets_client` is needed when
-    /// `RABBITMQ_PASSWORD_SECRET` is set. Fails when the delivery mode does
-    /// not fit the target queue.
+    /// Put the handler together, every message to `forwarder`'s queue.
+    /// `deadline_margin` is the shared `DEADLINE_MARGIN_MS`;
+    /// `secrets_client` is needed when `RABBITMQ_PASSWORD_SECRET` is set.
+    /// Fails when the delivery mode does not fit the target queue.
     pub fn new(
         settings: Settings,
         forwarder: Forwarder<T>,
         deadline_margin: std::time::Duration,
         secrets_client: Option<aws_sdk_secretsmanager::Client>,
     ) -> Result<Self, ConfigError> {
-        let fifo = forwarder.rules().fifo;
-        if settings.mode == DeliveryMode::ExactlyOnce && !fifo {
-            return Err(ConfigError::new(
-                "DELIVERY_MODE",
-                "exactly-once",
-                "at-least-once or auto-ack: exactly-once needs a FIFO target queue (its deduplication drops redelivered messages)",
-            ));
+        Self::routed(
+            settings,
+            Router::single(forwarder),
+            deadline_margin,
+            secrets_client,
+        )
+    }
+
+    /// [`Handler::new`], each message sent where `router`'s rules say.
+    /// Fails when the delivery mode does not fit a target queue.
+    pub fn routed(
+        settings: Settings,
+        router: Router<T>,
+        deadline_margin: std::time::Duration,
+        secrets_client: Option<aws_sdk_secretsmanager::Client>,
+    ) -> Result<Self, ConfigError> {
+        if settings.mode == DeliveryMode::ExactlyOnce {
+            exactly_once_targets(&router)?;
         }
         if settings.mode == DeliveryMode::AutoAck {
             tracing::warn!(
@@ -81,16 +94,27 @@ impl<T: Transport> Handler<T> {
                 tracing::warn!(target: LOG_TARGET, "{warning}");
             }
         }
+        // With rules, messages carry FIFO ids when any target is FIFO; the
+        // router takes them off those bound for a standard queue.
+        let default = router.default_target();
         let mapper = Mapper::new(
             settings.mapping.clone(),
             settings.mode,
-            fifo,
-            forwarder.rules().default_group_id.clone(),
+            router.any_fifo(),
+            default.rules().default_group_id.clone(),
         )
-        .with_room(fold::Room::of(&forwarder));
+        .with_room(fold::Room::of(default))
+        .with_target_rooms(
+            router
+                .targets()
+                .iter()
+                .skip(1)
+                .map(fold::Room::of)
+                .collect(),
+        );
         Ok(Handler {
             settings,
-            forwarder,
+            router,
             mapper,
             deadline_margin,
             secret,
@@ -111,9 +135,14 @@ impl<T: Transport> Handler<T> {
         &self.settings
     }
 
-    /// The forwarder.
+    /// The default target's forwarder.
     pub fn forwarder(&self) -> &Forwarder<T> {
-        &self.forwarder
+        self.router.default_target()
+    }
+
+    /// The router: the forwarder, or the routing rules and their targets'.
+    pub fn router(&self) -> &Router<T> {
+        &self.router
     }
 
     /// `text` without any password this function knows.
@@ -200,7 +229,7 @@ impl<T: Transport> Handler<T> {
                         ))
                     })?;
                 let report =
-                    amazon_mq::forward(&self.forwarder, &self.mapper, event, send_deadline).await?;
+                    amazon_mq::forward(&self.router, &self.mapper, event, send_deadline).await?;
                 Ok(serde_json::to_value(report).unwrap_or(Value::Null))
             }
             Some(other) => Err(HandlerError::BadEvent(format!(
@@ -229,7 +258,7 @@ impl<T: Transport> Handler<T> {
     ) -> Result<PollReport, BrokerError> {
         let conn = self.connect(broker).await?;
         let poller = Poller {
-            forwarder: &self.forwarder,
+            router: &self.router,
             mapper: &self.mapper,
             settings: &self.settings,
             secrets: &self.secrets,
@@ -274,6 +303,26 @@ impl<T: Transport> Handler<T> {
             report: Box::new(report),
         })
     }
+}
+
+/// Exactly-once needs every target FIFO (their deduplication drops
+/// redelivered messages): the default queue and every routing target.
+fn exactly_once_targets<T: Transport>(router: &Router<T>) -> Result<(), ConfigError> {
+    let refused = |why: String| Err(ConfigError::new("DELIVERY_MODE", "exactly-once", why));
+    if !router.default_target().rules().fifo {
+        return refused(
+            "at-least-once or auto-ack: exactly-once needs a FIFO target queue (its deduplication drops redelivered messages)".into(),
+        );
+    }
+    let names = router.routes().map(|r| r.targets()).unwrap_or_default();
+    for (forwarder, (name, _)) in router.targets().iter().skip(1).zip(names) {
+        if !forwarder.rules().fifo {
+            return refused(format!(
+                "at-least-once or auto-ack: exactly-once needs every target queue FIFO (their deduplication drops redelivered messages); ROUTES target {name:?} is a standard queue"
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

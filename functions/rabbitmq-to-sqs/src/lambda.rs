@@ -4,6 +4,7 @@
 
 use lambda_runtime::LambdaEvent;
 use serde_json::Value;
+use sqs_forwarder::route::SourceKey;
 use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
@@ -20,6 +21,7 @@ impl ColdStart for Lambda {
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
     // Before any connection: the AMQP client's frame dumps hold the login.
     const LOG_DIRECTIVES: &'static [&'static str] = crate::broker::QUIET_AMQP;
+    const SOURCE_KEYS: Option<&'static [SourceKey]> = Some(crate::routing::SOURCE_KEYS);
     type Settings = Settings;
 
     /// This function's own settings come first (no network needed).
@@ -46,7 +48,7 @@ impl ColdStart for Lambda {
             None => None,
         };
         let kept = started.kept();
-        let handler = Handler::new(settings, started.forwarder, kept.margin(), secrets_client)?;
+        let handler = Handler::routed(settings, started.router, kept.margin(), secrets_client)?;
         Ok(Lambda { handler, kept })
     }
 }

@@ -18,9 +18,11 @@
 //!   not sent fails the invocation so that Lambda gives the batch back
 //!   ([`amazon_mq`]).
 //!
-//! The flow is the project's: event → [`mapping`] (AMQP properties and
-//! headers to a [`sqs_forwarder::Message`]) → [`sqs_forwarder::Forwarder::send_all`]
-//! → outcomes → acks. Nothing here knows about SQS batching or retries.
+//! The flow is the project's: event → [`routing`] (the `ROUTES` rules'
+//! plan, when there are rules) → [`mapping`] (AMQP properties and headers
+//! to a [`sqs_forwarder::Message`], routed and shaped) →
+//! [`sqs_forwarder::route::Router::forward`] → outcomes → acks. Nothing here
+//! knows about SQS batching or retries.
 //! [`Handler`] does it for one invocation (generic over the transport, so
 //! tests drive it with a fake); [`Lambda`] is what Lambda keeps between
 //! invocations.
@@ -38,6 +40,7 @@ pub mod fold;
 pub mod handler;
 pub mod lambda;
 pub mod mapping;
+pub mod routing;
 pub mod secret;
 pub mod settings;
 pub mod values;

@@ -15,18 +15,25 @@
 //!   values have no SQS form and are left out; headers that cannot have an
 //!   attribute of their own (too many, a name SQS refuses) are carried in
 //!   one JSON attribute ([`crate::fold`]);
-//! * on a FIFO target, the group id comes from `GROUP_ID_FROM` (falling back
-//!   to `MESSAGE_GROUP_ID`, else the queue name) and the deduplication id
-//!   from `DEDUPLICATION_ID_FROM`; in exactly-once mode it is the correlation
-//!   id, and a message without one is refused here. Ids SQS would refuse
-//!   are hashed ([`crate::fifo_id`]).
+//! * when a target is FIFO, the group id comes from `GROUP_ID_FROM` (falling
+//!   back to `MESSAGE_GROUP_ID`, else the queue name) and the deduplication
+//!   id from `DEDUPLICATION_ID_FROM`; in exactly-once mode it is the
+//!   correlation id, and a message without one is refused here. Ids SQS
+//!   would refuse are hashed ([`crate::fifo_id`]).
+//!
+//! With routing rules (`ROUTES`, [`crate::routing`]) the message is routed
+//! and shaped before its attributes are fitted ([`Mapper::route`]): the
+//! properties and headers go around the rules' attributes, into the room
+//! of the target the message is bound for. A message the rules send
+//! nowhere is not mapped at all.
 
 mod incoming;
 
-use sqs_forwarder::{Failure, Message};
+use sqs_forwarder::route::{Plan, Router};
+use sqs_forwarder::{Body, Failure, Message, Routed, Transport};
 
 use crate::fifo_id::sqs_id;
-use crate::fold::{Room, fit, report};
+use crate::fold::{Room, fit_beside, report};
 use crate::settings::{DedupFrom, DeliveryMode, GroupFrom, MappingRules, Property};
 pub use crate::values::{FieldValue, MAX_DEPTH, TOO_DEEP, amqp_value, json_value};
 use crate::values::{header_text, non_empty};
@@ -42,12 +49,27 @@ pub struct Mapper {
     mode: DeliveryMode,
     fifo: bool,
     default_group_id: Option<String>,
+    /// The default target's room.
     room: Room,
+    /// The routing rules' extra targets' rooms, in target order (index
+    /// `i` is target `i + 1`).
+    target_rooms: Vec<Room>,
+}
+
+/// A message mapped but for its attributes, which are fitted once its
+/// target and shape are known.
+struct Bare<P> {
+    message: Message<P>,
+    /// Properties, then headers, in order.
+    fields: Vec<(String, FieldValue)>,
+    /// The queue it came from, for the logs.
+    queue: String,
 }
 
 impl Mapper {
-    /// A mapper for these rules; `fifo` and `default_group_id` come from the
-    /// forwarder (the target queue and `MESSAGE_GROUP_ID`).
+    /// A mapper for these rules; `fifo` (whether messages get FIFO ids: a
+    /// FIFO target among the targets) and `default_group_id` come from the
+    /// forwarders (the target queues and `MESSAGE_GROUP_ID`).
     pub fn new(
         rules: MappingRules,
         mode: DeliveryMode,
@@ -60,6 +82,7 @@ impl Mapper {
             fifo,
             default_group_id,
             room: Room::default(),
+            target_rooms: Vec::new(),
         }
     }
 
@@ -71,28 +94,93 @@ impl Mapper {
         self
     }
 
-    /// Whether the target is a FIFO queue.
+    /// The rooms of the routing rules' extra targets, in their order
+    /// ([`Router::targets`] less the default): a message bound for one is
+    /// fitted into its room.
+    pub fn with_target_rooms(mut self, rooms: Vec<Room>) -> Self {
+        self.target_rooms = rooms;
+        self
+    }
+
+    /// Whether messages get FIFO group and deduplication ids (a FIFO
+    /// target among the targets).
     pub fn fifo(&self) -> bool {
         self.fifo
     }
 
-    /// The SQS message for `m`, or why it must not be sent.
-    pub fn message<P>(&self, m: Incoming, position: P) -> Result<Message<P>, (P, Failure)> {
-        let mut fields = Vec::new();
-        for p in &self.rules.properties {
-            if let Some(v) = property(&m, *p) {
-                fields.push((p.attribute_name(), v));
-            }
-        }
-        for (name, value) in &m.headers {
-            if self.rules.headers.includes(name) {
-                fields.push((name.clone(), value.clone()));
-            }
-        }
-        let fitted = fit(fields, &m.body, &self.room);
-        report(&fitted, &m.queue);
-        let attributes = fitted.attributes;
+    /// The room of target `target` (0: the default).
+    fn room(&self, target: usize) -> &Room {
+        target
+            .checked_sub(1)
+            .and_then(|i| self.target_rooms.get(i))
+            .unwrap_or(&self.room)
+    }
 
+    /// The SQS message for `m`, bound for the default target, or why it
+    /// must not be sent.
+    pub fn message<P>(&self, m: Incoming, position: P) -> Result<Message<P>, (P, Failure)> {
+        let Bare {
+            mut message,
+            fields,
+            queue,
+        } = self.bare(m, position)?;
+        self.fit(&mut message, fields, 0, &queue);
+        Ok(message)
+    }
+
+    /// `m` routed by `plan` (the routing rules' plan for it, `None` without
+    /// rules): its message for the target the plan names, shaped, with its
+    /// properties and headers fitted around the rules' attributes; or its
+    /// outcome when the rules send it nowhere (filtered out, unmatched and
+    /// dropped, or a shape fault), without mapping it. `Err` as
+    /// [`Mapper::message`]'s.
+    pub fn route<P, T: Transport>(
+        &self,
+        router: &Router<T>,
+        plan: Option<Plan>,
+        m: Incoming,
+        position: P,
+    ) -> Result<Routed<P>, (P, Failure)> {
+        if let Some(plan @ (Plan::Skip(_) | Plan::Fault(_))) = plan {
+            // Sent nowhere: its attributes and ids do not matter. The empty
+            // body allocates nothing; the router settles it, counted.
+            return Ok(router.route(Some(plan), Message::new(Body::Bytes(Vec::new()), position)));
+        }
+        let Bare {
+            message,
+            fields,
+            queue,
+        } = self.bare(m, position)?;
+        Ok(match router.route(plan, message) {
+            Routed::To(target, mut message) => {
+                self.fit(&mut message, fields, target, &queue);
+                Routed::To(target, message)
+            }
+            settled => settled,
+        })
+    }
+
+    /// Fit `fields` onto `message` (bound for `target`, its body and the
+    /// rules' attributes final) and say what was folded or left out.
+    fn fit<P>(
+        &self,
+        message: &mut Message<P>,
+        fields: Vec<(String, FieldValue)>,
+        target: usize,
+        queue: &str,
+    ) {
+        let body: &[u8] = match &message.body {
+            Body::Text(s) => s.as_bytes(),
+            Body::Bytes(b) => b,
+        };
+        let fitted = fit_beside(fields, body, self.room(target), &message.attributes);
+        report(&fitted, queue);
+        message.attributes.extend(fitted.attributes);
+    }
+
+    /// The message for `m` without attributes, and the fields to fit onto
+    /// it; or why it must not be sent.
+    fn bare<P>(&self, m: Incoming, position: P) -> Result<Bare<P>, (P, Failure)> {
         let mut dedup = None;
         let mut group = None;
         if self.fifo {
@@ -130,13 +218,34 @@ impl Mapper {
             ));
         }
 
-        let mut message = Message::new(m.body, position);
-        message.attributes = attributes;
+        let mut fields = Vec::new();
+        for p in &self.rules.properties {
+            if let Some(v) = property(&m, *p) {
+                fields.push((p.attribute_name(), v));
+            }
+        }
+        let Incoming {
+            body,
+            headers,
+            queue,
+            ..
+        } = m;
+        // The headers move into the fields; the body into the message.
+        fields.extend(
+            headers
+                .into_iter()
+                .filter(|(name, _)| self.rules.headers.includes(name)),
+        );
+        let mut message = Message::new(body, position);
         // Ids SQS would refuse (over 128 characters, not printable ASCII)
         // are hashed: the message still goes, to a stable group.
         message.group_id = group.map(|g| sqs_id(&g).into_owned());
         message.deduplication_id = dedup.map(|d| sqs_id(&d).into_owned());
-        Ok(message)
+        Ok(Bare {
+            message,
+            fields,
+            queue,
+        })
     }
 }
 

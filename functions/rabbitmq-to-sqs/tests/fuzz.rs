@@ -1,8 +1,9 @@
 //! Fuzzing with proptest, in the normal test run: arbitrary JSON as an
 //! invocation, arbitrary `aws:rmq` batches (bad base64, odd headers and
 //! properties) through the handler with a fake SQS, and the mapping of
-//! arbitrary AMQP and JSON header values. No panic; never more messages
-//! sent than received; a batch with a message not sent fails.
+//! arbitrary AMQP and JSON header values, and arbitrary batches through
+//! routing rules over two targets. No panic; never more messages sent than
+//! received; a batch with a message not sent fails.
 //! `PROPTEST_CASES` sets the number of cases (default 64 here).
 
 use std::time::Duration;
@@ -10,9 +11,11 @@ use std::time::Duration;
 use lapin::types::{AMQPValue, DecimalValue, FieldArray, FieldTable, LongString, ShortString};
 use proptest::prelude::*;
 use rabbitmq_to_sqs::mapping::{FieldValue, amqp_value, json_value};
+use rabbitmq_to_sqs::routing::SOURCE_KEYS;
 use rabbitmq_to_sqs::{Handler, HandlerError, Settings};
 use serde_json::{Value, json};
 use sqs_forwarder::message::encode::EncodeRules;
+use sqs_forwarder::route::{Router, Routes};
 use sqs_forwarder::test_support::{FakeSqs, proptest_cases};
 use sqs_forwarder::{Env, Forwarder, SendSettings};
 use tokio::time::Instant;
@@ -34,6 +37,48 @@ fn function(vars: &[(&str, &str)], fifo: bool) -> Handler<FakeSqs> {
     };
     let forwarder = Forwarder::new(FakeSqs::new(), SendSettings::default(), rules);
     Handler::new(settings, forwarder, Duration::ZERO, None).expect("function")
+}
+
+/// Over routing rules reading every key this function offers and shaping
+/// every way: a default and one extra target, each FIFO or not.
+fn routed_function(fifo: (bool, bool)) -> (Handler<FakeSqs>, FakeSqs, FakeSqs) {
+    let doc = json!({
+        "targets": {"other": "https://sqs.us-east-1.amazonaws.com/1/other"},
+        "filter": [{"key": "header", "name": "skip", "exists": false}],
+        "routes": [
+            {"when": {"key": "routing_key", "exists": true}, "target": "other"},
+            {"when": {"key": "header", "name": "tenant", "prefix": "a"}, "target": "other"},
+            {"when": {"key": "source_queue", "equals": "b"}, "target": "default"},
+            {"when": {"field": "/type", "equals": "order"}, "target": "other"}
+        ],
+        "unmatched": "default",
+        "body": "/payload",
+        "attributes": {
+            "n": {"field": "/n", "type": "Number"},
+            "attempt": {"key": "header", "name": "attempt", "type": "Number"}
+        },
+        "attributes_from": "/attrs",
+        "group_id": {"key": "header", "name": "tenant"}
+    });
+    let routes = Routes::parse(&doc.to_string(), SOURCE_KEYS).expect("rules");
+    let forwarder = |fake: &FakeSqs, fifo: bool| {
+        let rules = EncodeRules {
+            fifo,
+            content_based_deduplication: fifo.then_some(true),
+            ..EncodeRules::default()
+        };
+        Forwarder::new(fake.clone(), SendSettings::default(), rules)
+    };
+    let (default, other) = (FakeSqs::new(), FakeSqs::new());
+    let router = Router::new(
+        routes,
+        forwarder(&default, fifo.0),
+        vec![forwarder(&other, fifo.1)],
+    )
+    .expect("router");
+    let settings = Settings::from_env(&Env::from_pairs(&[])).expect("settings");
+    let f = Handler::routed(settings, router, Duration::ZERO, None).expect("function");
+    (f, default, other)
 }
 
 fn any_json() -> impl Strategy<Value = Value> {
@@ -59,6 +104,10 @@ fn any_json() -> impl Strategy<Value = Value> {
                     Just("bytes".to_owned()),
                     Just("detail-type".to_owned()),
                     Just("Records".to_owned()),
+                    Just("type".to_owned()),
+                    Just("payload".to_owned()),
+                    Just("attrs".to_owned()),
+                    Just("n".to_owned()),
                     "[a-zA-Z:/]{1,8}",
                 ],
                 inner,
@@ -77,10 +126,24 @@ fn any_message() -> impl Strategy<Value = Value> {
                 use base64::Engine as _;
                 json!(base64::engine::general_purpose::STANDARD.encode(b))
             }),
+            // JSON data, for the routing rules' fields.
+            any_json().prop_map(|v| {
+                use base64::Engine as _;
+                json!(base64::engine::general_purpose::STANDARD.encode(v.to_string()))
+            }),
             ".{0,20}".prop_map(Value::from),
             Just(Value::Null),
         ],
-        prop::collection::btree_map("[ -~]{1,12}", any_json(), 0..6),
+        prop::collection::btree_map(
+            prop_oneof![
+                "[ -~]{1,12}",
+                Just("tenant".to_owned()),
+                Just("attempt".to_owned()),
+                Just("skip".to_owned()),
+            ],
+            any_json(),
+            0..6,
+        ),
         prop::option::of(".{0,140}"),
         prop::option::of(".{0,140}"),
         prop::option::of(".{0,20}"),
@@ -184,6 +247,32 @@ proptest! {
                 prop_assert!(failed >= 1 && sent + failed <= n);
             }
             Err(HandlerError::BadEvent(why)) => prop_assert!(why.contains("aws:rmq"), "{}", why),
+            Err(other) => return Err(TestCaseError::fail(format!("unexpected: {other}"))),
+        }
+    }
+
+    #[test]
+    fn any_amazon_mq_batch_is_routed_or_fails_naming_why(
+        queues in prop::collection::btree_map("[a-c]{1,2}::/", prop::collection::vec(any_message(), 0..6), 0..3),
+        fifo in any::<(bool, bool)>(),
+    ) {
+        let n: usize = queues.values().map(Vec::len).sum();
+        let event = json!({"eventSource": "aws:rmq", "rmqMessagesByQueue": queues});
+        let (f, default, other) = routed_function(fifo);
+        let stop = Instant::now() + Duration::from_secs(5);
+        let result = rt().block_on(f.handle_until(event, stop, None));
+        let sent = default.sent() + other.sent();
+        prop_assert!(sent <= n);
+        match result {
+            Ok(report) => {
+                prop_assert_eq!(report["received"].as_u64(), Some(n as u64));
+                prop_assert_eq!(report["sent"].as_u64(), Some(sent as u64));
+                prop_assert_eq!(sent as u64 + report["dropped"].as_u64().unwrap_or(0), n as u64);
+            }
+            Err(HandlerError::Unsent { failed, total, .. }) => {
+                prop_assert_eq!(total, n);
+                prop_assert!(failed >= 1 && sent + failed <= n);
+            }
             Err(other) => return Err(TestCaseError::fail(format!("unexpected: {other}"))),
         }
     }

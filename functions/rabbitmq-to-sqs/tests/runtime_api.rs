@@ -112,6 +112,29 @@ async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
 }
 
 #[tokio::test]
-async fn routing_rules_are_refused_until_this_function_routes() {
-    sqs_forwarder::test_support::runtime_api::assert_routes_refused(BINARY, "RabbitmqToSqs").await;
+async fn bad_routing_rules_fail_the_init_naming_the_rule() {
+    // rabbitmq-to-sqs offers the routing key, the source queue and headers,
+    // not a Kinesis partition key.
+    let (error, exit) = init_error(
+        BINARY,
+        &[
+            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
+            (
+                "ROUTES",
+                r#"{"routes": [{"when": {"key": "partition_key", "equals": "p"}, "target": "default"}]}"#,
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(error.error_type, "RabbitmqToSqs.InvalidConfiguration");
+    assert!(
+        error
+            .error_message
+            .starts_with("invalid configuration: ROUTES=")
+            && error.error_message.contains("routes[0]")
+            && error.error_message.contains("routing_key")
+            && error.error_message.contains("source_queue"),
+        "{error:?}"
+    );
+    assert_eq!(exit, Some(2));
 }

@@ -54,7 +54,8 @@ pub struct QueueReport {
     pub received: u64,
     /// Messages SQS accepted (and that were acked).
     pub sent: u64,
-    /// Messages dropped by `OVERSIZE_POLICY=drop` (acked).
+    /// Messages dropped by `OVERSIZE_POLICY=drop` or sent nowhere by the
+    /// routing rules (acked).
     pub dropped: u64,
     /// Messages rejected without requeue (to the dead-letter exchange).
     pub rejected: u64,

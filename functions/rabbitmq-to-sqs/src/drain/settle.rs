@@ -1,26 +1,31 @@
-//! One batch in the acked modes: map each delivery (refusing what can never
-//! be sent, holding what a blocked FIFO group must not overtake), send the
-//! rest, turn each outcome into an [`Action`], and settle the batch with the
-//! fewest AMQP calls ([`crate::acks`]).
+//! One batch in the acked modes: map and route each delivery (refusing
+//! what can never be sent, holding what a blocked FIFO group must not
+//! overtake on its target), send the rest, turn each outcome into an
+//! [`Action`], and settle the batch with the fewest AMQP calls
+//! ([`crate::acks`]). A delivery the routing rules send nowhere comes back
+//! with its outcome like any other: dropped (acked) or a shape fault
+//! (rejected).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use lapin::message::Delivery;
-use sqs_forwarder::{Failure, Message, Outcome, Transport};
+use sqs_forwarder::{Failure, MessageOutcome, Outcome, Routed, Transport};
 
 use super::{Drain, DrainError, StopReason, message_fault};
 use crate::acks::{Action, execute, plan};
 use crate::mapping::Incoming;
+use crate::routing;
 
-/// A batch mapped: the messages to send, the actions already decided
+/// A batch mapped: what to hand the router, the actions already decided
 /// (rejected, or held behind a blocked group), and what the outcomes need
 /// to be explained and acted on.
 #[derive(Default)]
 struct Mapped {
-    messages: Vec<Message<u64>>,
+    items: Vec<Routed<u64>>,
     decisions: Vec<(u64, Action)>,
-    /// FIFO group of each message sent, by delivery tag.
-    groups: BTreeMap<u64, String>,
+    /// Target and FIFO group of each message sent to a FIFO target, by
+    /// delivery tag.
+    groups: BTreeMap<u64, (usize, String)>,
     /// AMQP message id of each delivery that has one, for the logs.
     message_ids: BTreeMap<u64, String>,
 }
@@ -31,6 +36,26 @@ impl Mapped {
     }
 }
 
+/// FIFO groups with a held message, per target (index: the target's):
+/// their later messages to that target are held too.
+#[derive(Default)]
+pub(super) struct BlockedGroups(Vec<HashSet<String>>);
+
+impl BlockedGroups {
+    pub(super) fn contains(&self, target: usize, group: &str) -> bool {
+        self.0.get(target).is_some_and(|g| g.contains(group))
+    }
+
+    fn insert(&mut self, target: usize, group: String) {
+        if self.0.len() <= target {
+            self.0.resize_with(target + 1, HashSet::new);
+        }
+        if let Some(groups) = self.0.get_mut(target) {
+            groups.insert(group);
+        }
+    }
+}
+
 impl<T: Transport> Drain<'_, T> {
     /// Forward `batch` and settle it. `Some` when the drain must stop
     /// (SQS refused a call for a reason no retry fixes).
@@ -38,13 +63,12 @@ impl<T: Transport> Drain<'_, T> {
         &mut self,
         batch: Vec<Delivery>,
     ) -> Result<Option<StopReason>, DrainError> {
-        let mut mapped = self.map(&batch);
-        drop(batch);
-        let messages = std::mem::take(&mut mapped.messages);
-        let outcomes = self
-            .poller
-            .forwarder
-            .send_all(messages, self.send_deadline)
+        let mut mapped = self.map(batch);
+        let items = std::mem::take(&mut mapped.items);
+        let mut outcomes: Vec<MessageOutcome<u64>> = Vec::with_capacity(items.len());
+        self.poller
+            .router
+            .forward(items, self.send_deadline, |o| outcomes.push(o))
             .await;
         let mut stop = None;
         for o in outcomes {
@@ -60,33 +84,40 @@ impl<T: Transport> Drain<'_, T> {
         Ok(stop)
     }
 
-    /// Each delivery as a message to send, or the action decided for it
-    /// now: rejected when it can never be sent, held when an earlier
-    /// message of its FIFO group is held.
-    fn map(&self, batch: &[Delivery]) -> Mapped {
-        let fifo = self.poller.mapper.fifo();
+    /// Each delivery as a message routed to its target (or settled by the
+    /// routing rules), or the action decided for it now: rejected when it
+    /// can never be sent, held when an earlier message of its FIFO group
+    /// is held on the same target.
+    fn map(&self, batch: Vec<Delivery>) -> Mapped {
+        let router = self.poller.router;
+        let routes = router.routes();
         let mut mapped = Mapped {
-            messages: Vec::with_capacity(batch.len()),
+            items: Vec::with_capacity(batch.len()),
             decisions: Vec::with_capacity(batch.len()),
             ..Mapped::default()
         };
         for d in batch {
+            let tag = d.delivery_tag;
             let incoming = Incoming::from_delivery(d, self.queue);
             if let Some(id) = &incoming.properties.message_id {
-                mapped.message_ids.insert(d.delivery_tag, id.clone());
+                mapped.message_ids.insert(tag, id.clone());
             }
-            match self.poller.mapper.message(incoming, d.delivery_tag) {
-                Ok(m) => match &m.group_id {
-                    Some(g) if fifo && self.blocked_groups.contains(g) => {
-                        mapped.decisions.push((d.delivery_tag, Action::Hold));
-                    }
-                    _ => {
-                        if let Some(g) = &m.group_id {
-                            mapped.groups.insert(d.delivery_tag, g.clone());
+            let plan = routing::plan(routes, &incoming);
+            match self.poller.mapper.route(router, plan, incoming, tag) {
+                Ok(Routed::To(target, m)) => {
+                    let fifo = router.targets().get(target).is_some_and(|f| f.rules().fifo);
+                    match &m.group_id {
+                        Some(g) if fifo && self.blocked_groups.contains(target, g) => {
+                            mapped.decisions.push((tag, Action::Hold));
                         }
-                        mapped.messages.push(m);
+                        Some(g) if fifo => {
+                            mapped.groups.insert(tag, (target, g.clone()));
+                            mapped.items.push(Routed::To(target, m));
+                        }
+                        _ => mapped.items.push(Routed::To(target, m)),
                     }
-                },
+                }
+                Ok(settled) => mapped.items.push(settled),
                 Err((tag, failure)) => {
                     self.rejecting(tag, &mapped, &failure);
                     mapped.decisions.push((tag, Action::Reject));
@@ -142,10 +173,8 @@ impl<T: Transport> Drain<'_, T> {
                     );
                     *stop = Some(StopReason::SqsFailing);
                 }
-                if self.poller.mapper.fifo()
-                    && let Some(g) = mapped.groups.get(&tag)
-                {
-                    self.blocked_groups.insert(g.clone());
+                if let Some((target, g)) = mapped.groups.get(&tag) {
+                    self.blocked_groups.insert(*target, g.clone());
                 }
                 Action::Hold
             }

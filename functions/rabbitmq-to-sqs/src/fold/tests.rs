@@ -175,6 +175,53 @@ fn a_folded_value_sqs_refuses_as_text_goes_as_binary() {
     prepared(f.attributes, b"text", &EncodeRules::default()).expect("SQS takes it");
 }
 
+#[test]
+fn the_rules_attributes_keep_their_slots_names_and_bytes() {
+    let taken = [
+        Attribute::string("tenant", "from-the-rules"),
+        Attribute::number("n", "7"),
+    ];
+    // Twelve fields, two slots taken: seven of their own and the fold.
+    let f = fit_beside(dead_lettered(), b"text", &Room::default(), &taken);
+    assert_eq!(f.attributes.len(), 8);
+    assert_eq!(
+        f.attributes.last().map(|a| a.name.as_ref()),
+        Some(FOLDED_ATTRIBUTE)
+    );
+    assert!(f.folded.contains(&"tenant".to_owned()), "{:?}", f.folded);
+    assert_eq!(folded_json(&f)["tenant"], "acme", "the header's value kept");
+    assert!(f.attributes.iter().all(|a| a.name != "tenant"));
+    let mut all = taken.to_vec();
+    all.extend(f.attributes);
+    prepared(all, b"text", &EncodeRules::default()).expect("SQS takes it");
+
+    // Bytes: the rules' attributes count against the message's size.
+    let room = Room {
+        largest_message: 1024,
+        ..Room::default()
+    };
+    let big = [Attribute::string("big", "b".repeat(750))];
+    let fields = vec![("h".to_owned(), FieldValue::Text("x".repeat(300)))];
+    assert!(fit(fields.clone(), b"text", &room).dropped.is_empty());
+    let f = fit_beside(fields, b"text", &room, &big);
+    assert_eq!(f.dropped, ["h"]);
+
+    // Every slot the rules': nothing else fits, not even the fold.
+    let ten: Vec<Attribute> = (0..10)
+        .map(|i| Attribute::string(format!("r{i}"), "v"))
+        .collect();
+    let f = fit_beside(dead_lettered(), b"text", &Room::default(), &ten);
+    assert!(f.attributes.is_empty());
+    assert_eq!(f.dropped.len(), 12);
+
+    // The rules use the fold's name: what would be folded is left out.
+    let named = [Attribute::string(FOLDED_ATTRIBUTE, "{}")];
+    let f = fit_beside(dead_lettered(), b"text", &Room::default(), &named);
+    assert_eq!(f.attributes.len(), 9);
+    assert!(f.attributes.iter().all(|a| a.name != FOLDED_ATTRIBUTE));
+    assert_eq!(f.dropped.len(), 3);
+}
+
 fn field_value() -> impl Strategy<Value = FieldValue> {
     prop_oneof![
         ".{0,20}".prop_map(FieldValue::Text),
@@ -209,6 +256,34 @@ proptest! {
         let encoded_len = if marker == 1 { body.len().div_ceil(3) * 4 } else { body.len() };
         if !offload && encoded_len + 40 <= largest {
             prop_assert!(size.unwrap_or_default() <= largest);
+        }
+    }
+
+    /// The same beside the routing rules' attributes, as long as they
+    /// leave the marker and the claim check their slots.
+    #[test]
+    fn any_headers_fit_beside_the_rules(
+        fields in prop::collection::vec((".{1,12}", field_value()), 0..30),
+        taken in prop::collection::vec(("[a-z]{1,3}", ".{0,20}"), 0..=8),
+        body in prop::collection::vec(any::<u8>(), 1..300),
+        offload in any::<bool>(),
+    ) {
+        let mut rules_attributes: Vec<Attribute> = Vec::new();
+        for (name, value) in taken {
+            if !value.is_empty() && is_sqs_text(&value) && rules_attributes.iter().all(|a| a.name != name) {
+                rules_attributes.push(Attribute::string(name, value));
+            }
+        }
+        let room = Room { offload, ..Room::default() };
+        let f = fit_beside(fields, &body, &room, &rules_attributes);
+        let mut all = rules_attributes.clone();
+        all.extend(f.attributes.clone());
+        let size = prepared(all.clone(), &body, &EncodeRules::default());
+        prop_assert!(size.is_ok(), "{:?} for {:?}", size, all);
+        let marker = usize::from(!std::str::from_utf8(&body).is_ok_and(is_sqs_text));
+        prop_assert!(all.len() + marker + usize::from(offload) <= 10);
+        for a in &rules_attributes {
+            prop_assert_eq!(all.iter().filter(|b| b.name == a.name).count(), 1);
         }
     }
 }

@@ -169,3 +169,104 @@ async fn exactly_once_fails_an_amazon_mq_batch_with_a_message_without_correlatio
     // The others went out, with their correlation ids as deduplication ids.
     assert_eq!(recorder.seen().len(), 2);
 }
+
+// ------------------------------------------------------------ routing
+
+/// Rules over a standard default (`recorder`) and one extra target `g`.
+fn routed(
+    vars: &[(&str, &str)],
+    doc: serde_json::Value,
+    g_fifo: bool,
+) -> Result<(Handler<FakeSqs>, FakeSqs, FakeSqs), ConfigError> {
+    let settings = Settings::from_env(&Env::from_pairs(vars)).expect("settings");
+    let routes = sqs_forwarder::route::Routes::parse(&doc.to_string(), crate::routing::SOURCE_KEYS)
+        .expect("rules");
+    let (default, g) = (recorder(), recorder());
+    let forwarder = |fake: &FakeSqs, fifo: bool| {
+        let rules = EncodeRules {
+            fifo,
+            ..EncodeRules::default()
+        };
+        Forwarder::new(fake.clone(), SendSettings::default(), rules)
+    };
+    let router = Router::new(
+        routes,
+        forwarder(&default, true),
+        vec![forwarder(&g, g_fifo)],
+    )
+    .expect("router");
+    let f = Handler::routed(settings, router, std::time::Duration::ZERO, None)?;
+    Ok((f, default, g))
+}
+
+fn to_g() -> serde_json::Value {
+    serde_json::json!({
+        "targets": {"g": "https://sqs.us-east-1.amazonaws.com/1/g.fifo"},
+        "routes": [
+            {"when": {"key": "header", "name": "tenant", "equals": "globex"}, "target": "g"},
+            {"when": {"field": "/order", "exists": true}, "target": "default"}
+        ],
+        "unmatched": "drop"
+    })
+}
+
+#[test]
+fn exactly_once_needs_every_target_fifo() {
+    let once = [("DELIVERY_MODE", "exactly-once")];
+    let e = routed(&once, to_g(), false).expect_err("g is standard");
+    assert_eq!(e.variable, "DELIVERY_MODE");
+    assert!(e.allowed.contains("ROUTES target \"g\""), "{e}");
+    assert!(routed(&once, to_g(), true).is_ok());
+}
+
+#[tokio::test]
+async fn an_amazon_mq_batch_goes_where_the_rules_say() {
+    let (f, default, g) = routed(&[], to_g(), false).expect("function");
+    let out = f
+        .handle(sample("rabbitmq-amazon-mq.json"), u64::MAX)
+        .await
+        .expect("sent");
+    // acme's order to the default, globex's to g, the PNG matches no route.
+    assert_eq!(
+        (out["received"].clone(), out["sent"].clone()),
+        (3.into(), 2.into())
+    );
+    assert_eq!(out["dropped"], 1, "{out}");
+    let bodies = |fake: &FakeSqs| fake.accepted_bodies();
+    assert_eq!(bodies(&default), [r#"{"order":1001,"total":"42.50"}"#]);
+    assert_eq!(bodies(&g), [r#"{"order":1002,"total":"7.00"}"#]);
+    // The default is FIFO: its group is the queue's (no routing key in
+    // aws:rmq events); g is standard: no ids.
+    assert_eq!(
+        default.accepted()[0].entry.group_id.as_deref(),
+        Some("orders")
+    );
+    assert_eq!(g.accepted()[0].entry.group_id, None);
+    assert_eq!(g.accepted()[0].entry.deduplication_id, None);
+}
+
+#[tokio::test]
+async fn an_amazon_mq_message_the_rules_cannot_shape_fails_the_batch() {
+    let mut doc = to_g();
+    doc["unmatched"] = "default".into();
+    doc["body"] = "/total".into();
+    let (f, default, g) = routed(&[], doc, false).expect("function");
+    let e = f
+        .handle(sample("rabbitmq-amazon-mq.json"), u64::MAX)
+        .await
+        .expect_err("the PNG is no JSON");
+    match &e {
+        HandlerError::Unsent {
+            failed,
+            total,
+            permanent,
+            codes,
+        } => {
+            assert_eq!((*failed, *total, *permanent), (1, 3, 1));
+            assert_eq!(codes, "ShapeFailed");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert_eq!(default.accepted_bodies(), ["42.50"]);
+    assert_eq!(g.accepted_bodies(), ["7.00"]);
+}

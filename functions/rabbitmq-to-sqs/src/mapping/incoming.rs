@@ -60,11 +60,11 @@ fn short(s: &Option<lapin::types::ShortString>) -> Option<String> {
 }
 
 impl Incoming {
-    /// A delivery polled from `queue`.
-    pub fn from_delivery(d: &lapin::message::Delivery, queue: &str) -> Self {
+    /// A delivery polled from `queue`; its body moves into the message.
+    pub fn from_delivery(d: lapin::message::Delivery, queue: &str) -> Self {
         let p = &d.properties;
         Incoming {
-            body: d.data.clone(),
+            body: d.data,
             properties: Properties {
                 content_type: short(p.content_type()),
                 content_encoding: short(p.content_encoding()),
