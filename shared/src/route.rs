@@ -293,6 +293,24 @@ impl Routes {
             .map(|i| TargetId(i + 1))
     }
 
+    /// How a request path meets the path routes (`{"path": ...}`), for an
+    /// HTTP function that serves their paths: `None` when it has the shape
+    /// of no path route; else the name captured and the target it is: the
+    /// first path route whose name is a target, or else the first whose
+    /// shape the path has, with `None` (the document defines no target of
+    /// that name: the route would pass the record on).
+    pub fn path_target<'p>(&self, path: &'p str) -> Option<(&'p str, Option<TargetId>)> {
+        let mut captured = self.routes.iter().filter_map(|route| match route {
+            Route::Path(template) => template.capture(path),
+            Route::When { .. } => None,
+        });
+        let first = captured.next()?;
+        std::iter::once(first)
+            .chain(captured)
+            .find_map(|name| self.target(name).map(|t| (name, Some(t))))
+            .or(Some((first, None)))
+    }
+
     /// Filter, route and shape one record's message: exactly one decision,
     /// with the message's position. [`Routes::plan`] then
     /// [`Plan::apply`].

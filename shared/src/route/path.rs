@@ -45,15 +45,10 @@ impl PathTemplate {
         })
     }
 
-    /// The target the request's path names, when it matches the template
-    /// (same segments, the literal ones equal) and `lookup` knows the
-    /// captured name.
-    pub(crate) fn target<V: RecordView>(
-        &self,
-        record: &Record<'_, V>,
-        lookup: impl Fn(&str) -> Option<TargetId>,
-    ) -> Option<TargetId> {
-        let path = record.key(SourceKey::Path, None)?;
+    /// The name `path` captures when it has the template's shape (same
+    /// segments, the literal ones equal, the captured one not empty),
+    /// whether or not the name is a target.
+    pub(crate) fn capture<'p>(&self, path: &'p str) -> Option<&'p str> {
         let mut segments = path.strip_prefix('/')?.split('/');
         for literal in &self.before {
             if segments.next()? != literal.as_str() {
@@ -69,6 +64,17 @@ impl PathTemplate {
         if segments.next().is_some() || name.is_empty() {
             return None;
         }
-        lookup(name)
+        Some(name)
+    }
+
+    /// The target the request's path names, when it matches the template
+    /// ([`PathTemplate::capture`]) and `lookup` knows the captured name.
+    pub(crate) fn target<V: RecordView>(
+        &self,
+        record: &Record<'_, V>,
+        lookup: impl Fn(&str) -> Option<TargetId>,
+    ) -> Option<TargetId> {
+        let path = record.key(SourceKey::Path, None)?;
+        lookup(self.capture(&path)?)
     }
 }

@@ -1,7 +1,7 @@
 //! Conditions and routes: what each test says of each kind of value, the
 //! first matching route, the path template, `unmatched`.
 
-use super::super::{Decision, Skip, SourceKey};
+use super::super::{Decision, Skip, SourceKey, TargetId};
 use super::parse::EXAMPLE;
 use super::{Rec, decide, routes, sent};
 
@@ -236,4 +236,33 @@ fn a_record_routed_on_keys_is_never_parsed_and_a_json_one_once() {
     let (target, message) = sent(decide(&r, &record));
     assert_eq!((target, message.attributes.len()), (0, 3));
     assert_eq!(record.data_reads.get(), 1, "one parse for every field");
+}
+
+#[test]
+fn a_request_path_names_its_path_route_target_or_none() {
+    let r = routes(
+        r#"{"targets": {"eu": "https://sqs.eu-west-1.amazonaws.com/123456789012/eu"},
+            "routes": [{"when": {"key": "method", "equals": "PUT"}, "target": "eu"},
+                       {"path": "/queues/{name}/messages"},
+                       {"path": "/{name}/in"}]}"#,
+    );
+    let eu = Some(TargetId(1));
+    assert_eq!(r.path_target("/queues/eu/messages"), Some(("eu", eu)));
+    assert_eq!(
+        r.path_target("/queues/default/messages"),
+        Some(("default", Some(TargetId::DEFAULT)))
+    );
+    assert_eq!(
+        r.path_target("/queues/nope/messages"),
+        Some(("nope", None)),
+        "the shape of a path route, a name that is no target"
+    );
+    assert_eq!(r.path_target("/eu/in"), Some(("eu", eu)));
+    assert_eq!(r.path_target("/queues//messages"), None);
+    assert_eq!(r.path_target("/queues/eu/messages/x"), None);
+    assert_eq!(r.path_target("/messages"), None);
+    assert_eq!(
+        routes(r#"{"routes": []}"#).path_target("/queues/eu/messages"),
+        None
+    );
 }
