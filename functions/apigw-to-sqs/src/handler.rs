@@ -1,70 +1,55 @@
 //! The function's core: one HTTP request in, its messages out through the
-//! forwarder, their outcomes back as the HTTP response.
+//! router (the forwarder, or the routing rules and their targets'
+//! forwarders), their outcomes back as the HTTP response.
 
 use std::time::Duration;
 
 use lambda_http::http::{HeaderValue, Method, Response, StatusCode, header};
-use lambda_http::request::RequestContext;
 use lambda_http::{Body, Request, RequestExt};
-use sqs_forwarder::{Forwarder, OversizePolicy, Transport};
+use sqs_forwarder::route::Router;
+use sqs_forwarder::{Forwarder, MessageOutcome, OversizePolicy, Routed, Skip, Transport};
 
 use crate::body::{self, SplitLimits};
+use crate::headers::{self, Targets};
+use crate::paths::{self, Resolved, Route};
 use crate::reject::Rejection;
-use crate::settings::{self, Settings};
-use crate::{headers, response};
+use crate::settings::Settings;
+use crate::{response, routing};
 
 /// The target of this module's log lines: the crate's name, as for the
 /// crate's other top-level events (`RUST_LOG` directives and log queries
 /// name it).
 const LOG_TARGET: &str = "apigw_to_sqs";
 
-/// Where a request goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    /// `MESSAGES_PATH`.
-    Messages,
-    /// `HEALTH_PATH`.
-    Health,
-    /// Anything else.
-    NotFound,
-}
-
 /// Answers HTTP requests by forwarding their messages to SQS.
 #[derive(Debug)]
 pub struct Handler<T> {
     settings: Settings,
-    forwarder: Forwarder<T>,
+    router: Router<T>,
     deadline_margin: Duration,
 }
 
-/// The request's path as the API saw it: the event's raw path, without the
-/// stage when the API put the stage in front (HTTP APIs with a named stage).
-fn paths(request: &Request) -> Vec<String> {
-    let raw = match request.raw_http_path() {
-        "" => request.uri().path(),
-        p => p,
-    };
-    let raw = settings::normalize_path(raw).to_owned();
-    let stage = match request.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(c)) => c.stage.clone(),
-        Some(RequestContext::ApiGatewayV2(c)) => c.stage.clone(),
-        _ => None,
-    };
-    let stripped = stage
-        .filter(|s| s != "$default")
-        .and_then(|s| raw.strip_prefix(&format!("/{s}")).map(str::to_owned))
-        .filter(|p| p.is_empty() || p.starts_with('/'))
-        .map(|p| settings::normalize_path(&p).to_owned());
-    std::iter::once(raw).chain(stripped).collect()
+/// A request's messages, each routed, and which of them the rules skipped.
+struct Batch {
+    /// One per message, in body order.
+    items: Vec<Routed<usize>>,
+    /// `skips[i]`: whether the rules sent message `i` nowhere, and why.
+    skips: Vec<Option<Skip>>,
 }
 
 impl<T: Transport> Handler<T> {
-    /// A handler sending with `forwarder`; `deadline_margin` is kept back
-    /// from each invocation's Lambda deadline (`DEADLINE_MARGIN_MS`).
+    /// A handler sending every message with `forwarder`; `deadline_margin`
+    /// is kept back from each invocation's Lambda deadline
+    /// (`DEADLINE_MARGIN_MS`).
     pub fn new(settings: Settings, forwarder: Forwarder<T>, deadline_margin: Duration) -> Self {
+        Self::routed(settings, Router::single(forwarder), deadline_margin)
+    }
+
+    /// A handler sending each message where `router`'s rules say.
+    pub fn routed(settings: Settings, router: Router<T>, deadline_margin: Duration) -> Self {
         Handler {
             settings,
-            forwarder,
+            router,
             deadline_margin,
         }
     }
@@ -74,31 +59,47 @@ impl<T: Transport> Handler<T> {
         &self.settings
     }
 
-    /// The forwarder.
+    /// The default target's forwarder.
     pub fn forwarder(&self) -> &Forwarder<T> {
-        &self.forwarder
+        self.router.default_target()
+    }
+
+    /// The router.
+    pub fn router(&self) -> &Router<T> {
+        &self.router
     }
 
     /// Which route a request takes.
     pub fn route(&self, request: &Request) -> Route {
-        let paths = paths(request);
-        if paths.contains(&self.settings.messages_path) {
-            Route::Messages
-        } else if paths.contains(&self.settings.health_path) {
-            Route::Health
-        } else {
-            Route::NotFound
-        }
+        self.resolve(request).route
+    }
+
+    fn resolve(&self, request: &Request) -> Resolved {
+        paths::resolve(request, &self.settings, self.router.routes())
     }
 
     /// Answer one request. Never fails: every problem is an HTTP answer.
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let retry_after = self.settings.retry_after;
-        match (self.route(&request), request.method()) {
+        let resolved = self.resolve(&request);
+        match (resolved.route, request.method()) {
             (Route::Health, &Method::GET | &Method::HEAD) => {
                 response::plain(StatusCode::OK, &serde_json::json!({"status": "ok"}))
             }
-            (Route::Messages, &Method::POST) => self.ingest(request).await,
+            (route, &Method::POST) if route.takes_messages() => {
+                self.ingest(request, &resolved.path).await
+            }
+            (Route::UnknownQueue, _) => response::from_rejection(
+                &Rejection::new(
+                    StatusCode::NOT_FOUND,
+                    "UnknownQueue",
+                    format!(
+                        "no queue named {:?} here: the path names one of the queues this endpoint serves (the targets of its ROUTES, or default)",
+                        paths::shown_name(resolved.name.as_deref().unwrap_or_default())
+                    ),
+                ),
+                retry_after,
+            ),
             (Route::NotFound, _) => response::from_rejection(
                 &Rejection::new(
                     StatusCode::NOT_FOUND,
@@ -111,7 +112,7 @@ impl<T: Transport> Handler<T> {
                 retry_after,
             ),
             (route, method) => {
-                let allow = if route == Route::Messages {
+                let allow = if route.takes_messages() {
                     "POST"
                 } else {
                     "GET, HEAD"
@@ -131,7 +132,7 @@ impl<T: Transport> Handler<T> {
         }
     }
 
-    async fn ingest(&self, request: Request) -> Response<Body> {
+    async fn ingest(&self, request: Request, path: &str) -> Response<Body> {
         let request_id = request
             .lambda_context_ref()
             .map(|c| c.request_id.clone())
@@ -140,7 +141,7 @@ impl<T: Transport> Handler<T> {
             .lambda_context_ref()
             .filter(|c| c.deadline > 0)
             .map(|c| sqs_forwarder::deadline_from_epoch_millis(c.deadline, self.deadline_margin));
-        let messages = match self.messages(request) {
+        let batch = match self.messages(request, path) {
             Ok(m) => m,
             Err(r) => {
                 tracing::info!(
@@ -153,10 +154,11 @@ impl<T: Transport> Handler<T> {
                 return response::from_rejection(&r, self.settings.retry_after);
             }
         };
-        let count = messages.len();
-        let outcomes = self.forwarder.send_all(messages, deadline).await;
+        let Batch { items, skips } = batch;
+        let count = items.len();
+        let outcomes = self.send(items, deadline).await;
         let (status, report, answer) =
-            response::from_outcomes(&outcomes, self.settings.retry_after);
+            response::from_outcomes(&outcomes, &skips, self.settings.retry_after);
         if let Some(f) = outcomes.iter().find_map(|o| o.outcome.failure()) {
             // SQS's own text can name queues and accounts: logs only.
             tracing::warn!(
@@ -177,13 +179,36 @@ impl<T: Transport> Handler<T> {
             sent = report.sent,
             failed = report.failed,
             dropped = report.dropped,
+            skipped = report.skipped,
             "request answered"
         );
         answer
     }
 
-    /// The request's messages, or why there are none.
-    fn messages(&self, request: Request) -> Result<Vec<sqs_forwarder::Message<usize>>, Rejection> {
+    /// Send every routed message and return one outcome per message, in
+    /// body order.
+    async fn send(
+        &self,
+        items: Vec<Routed<usize>>,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Vec<MessageOutcome<usize>> {
+        let mut slots: Vec<Option<MessageOutcome<usize>>> = Vec::new();
+        slots.resize_with(items.len(), || None);
+        self.router
+            .forward(items, deadline, |o| {
+                if let Some(slot) = slots.get_mut(o.position) {
+                    *slot = Some(o);
+                }
+            })
+            .await;
+        // The router reports every message exactly once, so every slot is
+        // filled; a hole would be a bug, and is never turned into a panic.
+        slots.into_iter().flatten().collect()
+    }
+
+    /// The request's messages, each routed, or why there are none. `path`:
+    /// the request's path as matched (the rules' `path`).
+    fn messages(&self, request: Request, path: &str) -> Result<Batch, Rejection> {
         let (parts, body) = request.into_parts();
         let max = self.settings.max_body_bytes;
         let too_large = |n: u64| {
@@ -220,20 +245,48 @@ impl<T: Transport> Handler<T> {
             ));
         }
         let kind = body::kind(parts.headers.get(header::CONTENT_TYPE), &self.settings)?;
-        let params = headers::read(&parts.headers, &self.settings, self.forwarder.rules())?;
-        let send = self.forwarder.settings();
+        let routes = self.router.routes();
+        // Without rules, the one queue's needs are checked for the whole
+        // request, and a message too large for it refuses the request; with
+        // them, each message is checked by its own target, once shaped.
+        let (targets, max_message_bytes) = match routes {
+            None => {
+                let send = self.forwarder().settings();
+                (
+                    Targets::One(self.forwarder().rules()),
+                    (send.oversize == OversizePolicy::Fail).then(|| send.limits.largest_message()),
+                )
+            }
+            Some(_) => (
+                Targets::Routed {
+                    any_fifo: self.router.any_fifo(),
+                },
+                None,
+            ),
+        };
+        let params = headers::read_for(&parts.headers, &self.settings, targets)?;
         let limits = SplitLimits {
             max_messages: self.settings.max_messages,
-            max_message_bytes: (send.oversize == OversizePolicy::Fail)
-                .then(|| send.limits.largest_message()),
+            max_message_bytes,
         };
         let (format, bodies) = body::split(body, kind, &limits)?;
         let batch = format.is_batch();
         params.check_batch(batch, bodies.len())?;
-        Ok(bodies
+        let request = routing::Request {
+            path,
+            method: parts.method.as_str(),
+            headers: &parts.headers,
+        };
+        let mut skips = Vec::with_capacity(bodies.len());
+        let items = bodies
             .into_iter()
             .enumerate()
-            .map(|(i, b)| params.message(b, batch, i))
-            .collect())
+            .map(|(i, b)| {
+                let plan = routing::plan(routes, request, &b);
+                skips.push(routing::skip_of(plan.as_ref()));
+                self.router.route(plan, params.message(b, batch, i))
+            })
+            .collect();
+        Ok(Batch { items, skips })
     }
 }

@@ -8,6 +8,11 @@
 //! | each header of `ATTRIBUTE_HEADERS` | a `String` attribute |
 //!
 //! A malformed value is a 400 that names the header, never its value.
+//!
+//! What a FIFO queue needs (a group id, a deduplication id, no delay) is
+//! checked here against the one queue the request goes to. Under routing
+//! rules each message's queue is known only once the rules have read it:
+//! those checks are then the target's, per message ([`Targets::Routed`]).
 
 use lambda_http::http::{HeaderMap, HeaderName, StatusCode};
 use sqs_forwarder::message::encode::{EncodeRules, check_attribute};
@@ -75,6 +80,23 @@ fn check_id(name: &HeaderName, id: &str) -> Result<(), Rejection> {
     }
 }
 
+/// Where a request's messages go, for the checks that depend on the queue.
+#[derive(Debug, Clone, Copy)]
+pub enum Targets<'a> {
+    /// One queue, with these encoding rules: a FIFO queue's needs are
+    /// checked here, for the whole request (`400 MissingHeader`,
+    /// `InvalidHeader`).
+    One(&'a EncodeRules),
+    /// The routing rules pick each message's queue: each target checks its
+    /// own needs per message (`MissingGroupId`, `MissingDeduplicationId`,
+    /// `InvalidDelay`, content faults); the deduplication id is kept when
+    /// any target is FIFO (the router takes it off for standard ones).
+    Routed {
+        /// Whether any target is a FIFO queue.
+        any_fifo: bool,
+    },
+}
+
 /// Read the headers, given the queue's encoding rules (FIFO or not, default
 /// group id, content-based deduplication).
 pub fn read(
@@ -82,6 +104,19 @@ pub fn read(
     settings: &Settings,
     rules: &EncodeRules,
 ) -> Result<Params, Rejection> {
+    read_for(headers, settings, Targets::One(rules))
+}
+
+/// Read the headers for the queue or queues the request goes to.
+pub fn read_for(
+    headers: &HeaderMap,
+    settings: &Settings,
+    targets: Targets<'_>,
+) -> Result<Params, Rejection> {
+    let (rules, keep_deduplication) = match targets {
+        Targets::One(rules) => (Some(rules), rules.fifo),
+        Targets::Routed { any_fifo } => (None, any_fifo),
+    };
     let group_id = single(headers, &GROUP_ID)?;
     if let Some(g) = &group_id {
         check_id(&GROUP_ID, g)?;
@@ -112,7 +147,7 @@ pub fn read(
 
     let delay_seconds = match single(headers, &DELAY_SECONDS)? {
         None => None,
-        Some(_) if rules.fifo => {
+        Some(_) if rules.is_some_and(|r| r.fifo) => {
             return Err(invalid(
                 &DELAY_SECONDS,
                 "FIFO queues take no per-message delay",
@@ -129,22 +164,8 @@ pub fn read(
         },
     };
 
-    if rules.fifo && group_id.is_none() && rules.default_group_id.is_none() {
-        return Err(Rejection::new(
-            StatusCode::BAD_REQUEST,
-            "MissingHeader",
-            format!("{GROUP_ID} is required: the target is a FIFO queue"),
-        ));
-    }
-    if rules.fifo && deduplication_id.is_none() && rules.content_based_deduplication == Some(false)
-    {
-        return Err(Rejection::new(
-            StatusCode::BAD_REQUEST,
-            "MissingHeader",
-            format!(
-                "{IDEMPOTENCY_KEY} or {DEDUPLICATION_ID} is required: the target FIFO queue has no content-based deduplication"
-            ),
-        ));
+    if let Some(rules) = rules {
+        check_fifo(rules, group_id.as_deref(), deduplication_id.as_deref())?;
     }
 
     let mut attributes = Vec::new();
@@ -175,10 +196,38 @@ pub fn read(
     Ok(Params {
         group_id,
         // Standard queues take no deduplication id: the headers are ignored.
-        deduplication_id: deduplication_id.filter(|_| rules.fifo),
+        deduplication_id: deduplication_id.filter(|_| keep_deduplication),
         delay_seconds,
         attributes,
     })
+}
+
+/// A FIFO queue's needs of every message: a group id (or
+/// `MESSAGE_GROUP_ID`), and a deduplication id unless the queue
+/// deduplicates by content.
+fn check_fifo(
+    rules: &EncodeRules,
+    group_id: Option<&str>,
+    deduplication_id: Option<&str>,
+) -> Result<(), Rejection> {
+    if rules.fifo && group_id.is_none() && rules.default_group_id.is_none() {
+        return Err(Rejection::new(
+            StatusCode::BAD_REQUEST,
+            "MissingHeader",
+            format!("{GROUP_ID} is required: the target is a FIFO queue"),
+        ));
+    }
+    if rules.fifo && deduplication_id.is_none() && rules.content_based_deduplication == Some(false)
+    {
+        return Err(Rejection::new(
+            StatusCode::BAD_REQUEST,
+            "MissingHeader",
+            format!(
+                "{IDEMPOTENCY_KEY} or {DEDUPLICATION_ID} is required: the target FIFO queue has no content-based deduplication"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Params {

@@ -3,6 +3,7 @@
 //! after each.
 
 use lambda_http::{Body, Request, Response};
+use sqs_forwarder::route::SourceKey;
 use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
@@ -17,10 +18,14 @@ pub struct Lambda {
 impl ColdStart for Lambda {
     const SERVICE: &'static str = SERVICE;
     const ERROR_PREFIX: &'static str = crate::ERROR_PREFIX;
+    const SOURCE_KEYS: Option<&'static [SourceKey]> = Some(crate::routing::SOURCE_KEYS);
     type Settings = Settings;
 
+    /// The function's variables, and no credential header in `ROUTES`.
     fn settings(env: &Env) -> Result<Settings, ConfigError> {
-        Settings::from_env(env)
+        let settings = Settings::from_env(env)?;
+        crate::routing::refuse_credential_headers(env)?;
+        Ok(settings)
     }
 
     /// Group ids come from the `X-Message-Group-Id` header.
@@ -31,7 +36,7 @@ impl ColdStart for Lambda {
     async fn build(settings: Settings, started: Started) -> Result<Self, StartError> {
         Ok(Lambda {
             kept: started.kept(),
-            handler: Handler::new(settings, started.forwarder, started.config.deadline_margin),
+            handler: Handler::routed(settings, started.router, started.config.deadline_margin),
         })
     }
 }

@@ -9,12 +9,14 @@
 //! The flow, one direction:
 //!
 //! ```text
-//! request -> route (POST MESSAGES_PATH | GET HEALTH_PATH)
+//! request -> route (POST MESSAGES_PATH | POST a ROUTES path route's path
+//!                  | GET HEALTH_PATH)                404 / 405
 //!         -> sizes (Content-Length, body)           411 / 413
 //!         -> content type                           415
 //!         -> headers -> SQS parameters, attributes  400
 //!         -> body -> message bodies ([`body`])      400 / 413
-//!         -> Forwarder::send_all(messages, deadline)
+//!         -> each message planned by ROUTES ([`routing`]) and routed
+//!         -> Router::forward(messages, deadline)
 //!         -> outcomes -> status + per-message results ([`response`])
 //! ```
 //!
@@ -29,11 +31,14 @@ pub mod event;
 pub mod handler;
 pub mod headers;
 pub mod lambda;
+pub mod paths;
 pub mod reject;
 pub mod response;
+pub mod routing;
 pub mod settings;
 
-pub use crate::handler::{Handler, Route};
+pub use crate::handler::Handler;
+pub use crate::paths::Route;
 pub use crate::settings::{Settings, VARIABLES};
 pub use lambda::Lambda;
 /// The `lambda_http` this crate answers with, for callers and tests that

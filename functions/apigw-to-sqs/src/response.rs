@@ -5,7 +5,7 @@
 //! SQS gets one result per message, in body order:
 //!
 //! ```json
-//! {"sent": 1, "failed": 1, "dropped": 0,
+//! {"sent": 1, "failed": 1, "dropped": 0, "skipped": 0,
 //!  "results": [
 //!    {"index": 0, "status": "sent", "messageId": "…"},
 //!    {"index": 1, "status": "failed",
@@ -14,7 +14,9 @@
 //!
 //! and, when its status is an error, `"error"` beside them. The status:
 //!
-//! * `202` every message was sent (or dropped by `OVERSIZE_POLICY=drop`);
+//! * `202` every message was sent (or dropped by `OVERSIZE_POLICY=drop`, or
+//!   skipped by the routing rules: `"status": "skipped"`, with the rule's
+//!   `reason`);
 //! * `207` some were sent and some failed, or none was sent and the failures
 //!   differ in kind: the client retries the failed indexes (those with
 //!   `"retryable": true` as they are);
@@ -32,59 +34,13 @@ use std::time::Duration;
 use lambda_http::Body;
 use lambda_http::http::{HeaderValue, Response, StatusCode, header};
 use serde::Serialize;
-use sqs_forwarder::{Cause, Failure, MessageOutcome, Outcome};
+use sqs_forwarder::{MessageOutcome, Outcome, Skip};
 
 use crate::reject::Rejection;
 
-/// The kind of a per-message failure, for the status and the message shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Class {
-    /// Retryable, and SQS asked to slow down.
-    Throttled,
-    /// Retryable otherwise (deadline, SQS unavailable, connection).
-    Unavailable,
-    /// Too large for the queue.
-    TooLarge,
-    /// Refused for its content.
-    BadInput,
-    /// Refused by the queue for a reason that is not the request's.
-    Upstream,
-}
+mod status;
 
-impl Class {
-    /// The class of a failure.
-    pub fn of(f: &Failure) -> Class {
-        match f.cause {
-            Cause::Throttled => Class::Throttled,
-            Cause::TooLarge => Class::TooLarge,
-            Cause::Content => Class::BadInput,
-            Cause::Transient => Class::Unavailable,
-            // `Cause` may grow: anything not the request's is upstream.
-            _ if f.retryable => Class::Unavailable,
-            _ => Class::Upstream,
-        }
-    }
-
-    /// What the client is told. The shared crate's and SQS's own texts are
-    /// shown only where they are about the message; others can name queues,
-    /// accounts or endpoints, and go to the logs instead.
-    pub fn client_message(self, f: &Failure) -> String {
-        match self {
-            Class::Throttled => "SQS is throttling; retry this message later".into(),
-            Class::Unavailable if f.is_deadline() => {
-                "the request ran out of time before this message could be sent; retry it".into()
-            }
-            Class::Unavailable => {
-                format!("SQS could not take this message now ({}); retry it", f.code)
-            }
-            Class::TooLarge | Class::BadInput => f.message.clone(),
-            Class::Upstream => format!(
-                "the queue refused this message ({}); this is not a problem with the request, see the function's logs",
-                f.code
-            ),
-        }
-    }
-}
+pub use status::{Class, verdict};
 
 /// An error object: a machine-readable code and a human message.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -105,7 +61,9 @@ pub struct MessageResult {
     /// Position in the body: 0 for a single message, the element or
     /// non-blank line number (from 0) in a batch.
     pub index: usize,
-    /// `sent`, `failed` or `dropped`.
+    /// `sent`, `failed`, `dropped` (`OVERSIZE_POLICY=drop`) or `skipped`
+    /// (the routing rules sent it nowhere, on purpose: done, not to be sent
+    /// again).
     pub status: &'static str,
     /// The SQS message id, when sent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,6 +74,9 @@ pub struct MessageResult {
     /// Why it failed or was dropped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorBody>,
+    /// Why the routing rules skipped it (`FilteredOut`, `Unmatched`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<ErrorBody>,
 }
 
 /// The body of an answer about sent messages.
@@ -130,6 +91,9 @@ pub struct Report {
     pub failed: usize,
     /// Messages dropped by `OVERSIZE_POLICY=drop`.
     pub dropped: usize,
+    /// Messages the routing rules sent nowhere (`ROUTES` `filter`, or
+    /// `unmatched: drop`).
+    pub skipped: usize,
     /// One per message, in body order.
     pub results: Vec<MessageResult>,
 }
@@ -139,89 +103,38 @@ struct ErrorOnly<'a> {
     error: &'a ErrorBody,
 }
 
-/// The status, and the error when the status is one, for a set of outcomes.
-pub fn verdict(outcomes: &[MessageOutcome<usize>]) -> (StatusCode, Option<ErrorBody>) {
-    let failures: Vec<&Failure> = outcomes
-        .iter()
-        .filter_map(|o| o.outcome.failure())
-        .collect();
-    let Some(first) = failures.first() else {
-        return (StatusCode::ACCEPTED, None);
+/// Why the routing rules skipped a message, as its result says it.
+pub fn skip_reason(skip: Skip) -> ErrorBody {
+    let (code, message) = match skip {
+        Skip::FilteredOut => (
+            "FilteredOut",
+            "a ROUTES filter condition did not hold: not sent, on purpose",
+        ),
+        Skip::Unmatched => (
+            "Unmatched",
+            "no ROUTES route matched and unmatched is drop: not sent, on purpose",
+        ),
     };
-    if failures.len() < outcomes.len() {
-        return (StatusCode::MULTI_STATUS, None);
+    ErrorBody {
+        code: code.into(),
+        message: message.into(),
+        retryable: None,
     }
-    let classes: Vec<Class> = failures.iter().map(|f| Class::of(f)).collect();
-    let all = |c: &[Class]| classes.iter().all(|x| c.contains(x));
-    let n = failures.len();
-    let error = |code: &str, message: String| {
-        Some(ErrorBody {
-            code: code.into(),
-            message,
-            retryable: None,
-        })
-    };
-    if all(&[Class::Throttled, Class::Unavailable]) {
-        if classes.contains(&Class::Throttled) {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                error(
-                    "Throttled",
-                    format!(
-                        "SQS is throttling; none of the {n} messages was sent: retry after the Retry-After delay"
-                    ),
-                ),
-            );
-        }
-        let deadline = failures.iter().any(|f| f.is_deadline());
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            if deadline {
-                error(
-                    "DeadlineExceeded",
-                    format!(
-                        "the request ran out of time; none of the {n} messages was sent: retry after the Retry-After delay"
-                    ),
-                )
-            } else {
-                error(
-                    "QueueUnavailable",
-                    format!(
-                        "SQS could not take the messages now ({}); none of the {n} was sent: retry after the Retry-After delay",
-                        first.code
-                    ),
-                )
-            },
-        );
-    }
-    if all(&[Class::TooLarge]) {
-        return (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            error("MessageTooLarge", Class::TooLarge.client_message(first)),
-        );
-    }
-    if all(&[Class::BadInput]) {
-        return (
-            StatusCode::BAD_REQUEST,
-            error("InvalidMessage", Class::BadInput.client_message(first)),
-        );
-    }
-    if all(&[Class::Upstream]) {
-        return (
-            StatusCode::BAD_GATEWAY,
-            error("QueueRefused", Class::Upstream.client_message(first)),
-        );
-    }
-    (StatusCode::MULTI_STATUS, None)
 }
 
-/// The report of a set of outcomes.
-pub fn report(outcomes: &[MessageOutcome<usize>], error: Option<ErrorBody>) -> Report {
+/// The report of a set of outcomes; `skips[i]` says whether the routing
+/// rules skipped message `i` (its outcome is then a drop).
+pub fn report(
+    outcomes: &[MessageOutcome<usize>],
+    skips: &[Option<Skip>],
+    error: Option<ErrorBody>,
+) -> Report {
     let mut r = Report {
         error,
         sent: 0,
         failed: 0,
         dropped: 0,
+        skipped: 0,
         results: Vec::with_capacity(outcomes.len()),
     };
     for o in outcomes {
@@ -231,7 +144,17 @@ pub fn report(outcomes: &[MessageOutcome<usize>], error: Option<ErrorBody>) -> R
             message_id: None,
             sequence_number: None,
             error: None,
+            reason: None,
         };
+        if let (Outcome::Dropped { .. }, Some(skip)) =
+            (&o.outcome, skips.get(o.position).copied().flatten())
+        {
+            r.skipped += 1;
+            result.status = "skipped";
+            result.reason = Some(skip_reason(skip));
+            r.results.push(result);
+            continue;
+        }
         match &o.outcome {
             Outcome::Sent {
                 message_id,
@@ -295,13 +218,14 @@ fn to_json<T: Serialize>(value: &T) -> String {
     })
 }
 
-/// The answer to a set of outcomes.
+/// The answer to a set of outcomes (`skips` as for [`report`]).
 pub fn from_outcomes(
     outcomes: &[MessageOutcome<usize>],
+    skips: &[Option<Skip>],
     retry_after: Duration,
 ) -> (StatusCode, Report, Response<Body>) {
     let (status, error) = verdict(outcomes);
-    let report = report(outcomes, error);
+    let report = report(outcomes, skips, error);
     let response = json_response(status, to_json(&report), Some(retry_after));
     (status, report, response)
 }
@@ -326,147 +250,4 @@ pub fn plain(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sent(i: usize) -> MessageOutcome<usize> {
-        MessageOutcome {
-            position: i,
-            outcome: Outcome::Sent {
-                message_id: format!("id-{i}"),
-                sequence_number: None,
-            },
-            attempts: 1,
-        }
-    }
-
-    fn failed(i: usize, code: &str, retryable: bool) -> MessageOutcome<usize> {
-        MessageOutcome {
-            position: i,
-            outcome: Outcome::Failed(Failure::new(
-                code,
-                format!("{code} happened to arn:aws:sqs:eu-west-1:123456789012:q"),
-                retryable,
-            )),
-            attempts: 1,
-        }
-    }
-
-    fn status(outcomes: &[MessageOutcome<usize>]) -> (u16, Option<String>) {
-        let (s, e) = verdict(outcomes);
-        (s.as_u16(), e.map(|e| e.code))
-    }
-
-    #[test]
-    fn the_status_rule() {
-        assert_eq!(status(&[sent(0), sent(1)]), (202, None));
-        let dropped = MessageOutcome {
-            position: 1,
-            outcome: Outcome::Dropped {
-                reason: "big".into(),
-            },
-            attempts: 0,
-        };
-        assert_eq!(status(&[sent(0), dropped]), (202, None));
-        assert_eq!(
-            status(&[sent(0), failed(1, "RequestThrottled", true)]),
-            (207, None)
-        );
-        assert_eq!(
-            status(&[sent(0), failed(1, "InvalidMessageContents", false)]),
-            (207, None)
-        );
-        assert_eq!(
-            status(&[
-                failed(0, "RequestThrottled", true),
-                failed(1, "DeadlineExceeded", true)
-            ]),
-            (429, Some("Throttled".into()))
-        );
-        assert_eq!(
-            status(&[
-                failed(0, "DeadlineExceeded", true),
-                failed(1, "GroupBlocked", true)
-            ]),
-            (503, Some("DeadlineExceeded".into()))
-        );
-        assert_eq!(
-            status(&[failed(0, "InternalError", true)]),
-            (503, Some("QueueUnavailable".into()))
-        );
-        assert_eq!(
-            status(&[failed(0, "MessageTooLarge", false)]),
-            (413, Some("MessageTooLarge".into()))
-        );
-        assert_eq!(
-            status(&[
-                failed(0, "InvalidMessageContents", false),
-                failed(1, "InvalidAttributeValue", false)
-            ]),
-            (400, Some("InvalidMessage".into()))
-        );
-        assert_eq!(
-            status(&[failed(0, "AccessDenied", false)]),
-            (502, Some("QueueRefused".into()))
-        );
-        // Nothing sent, failures of different kinds: per-message results.
-        assert_eq!(
-            status(&[
-                failed(0, "RequestThrottled", true),
-                failed(1, "MessageTooLarge", false)
-            ]),
-            (207, None)
-        );
-    }
-
-    #[test]
-    fn reports_list_every_message_and_hide_upstream_details() {
-        let outcomes = [
-            sent(0),
-            failed(1, "AccessDenied", false),
-            failed(2, "RequestThrottled", true),
-        ];
-        let (status, report, response) = from_outcomes(&outcomes, Duration::from_secs(3));
-        assert_eq!(status, StatusCode::MULTI_STATUS);
-        assert_eq!(response.status(), StatusCode::MULTI_STATUS);
-        assert!(response.headers().get(header::RETRY_AFTER).is_none());
-        assert_eq!((report.sent, report.failed, report.dropped), (1, 2, 0));
-        let Body::Text(text) = response.body() else {
-            panic!("a text body");
-        };
-        let v: serde_json::Value = serde_json::from_str(text).expect("json");
-        assert_eq!(v["results"][0]["index"], 0);
-        assert_eq!(v["results"][0]["status"], "sent");
-        assert_eq!(v["results"][0]["messageId"], "id-0");
-        assert_eq!(v["results"][1]["error"]["code"], "AccessDenied");
-        assert_eq!(v["results"][1]["error"]["retryable"], false);
-        assert_eq!(v["results"][2]["error"]["retryable"], true);
-        assert!(!text.contains("123456789012"), "no account ids: {text}");
-        assert!(v.get("error").is_none());
-    }
-
-    #[test]
-    fn throttled_answers_carry_retry_after() {
-        let (_, _, response) = from_outcomes(
-            &[failed(0, "RequestThrottled", true)],
-            Duration::from_secs(7),
-        );
-        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
-        assert_eq!(response.headers()[header::RETRY_AFTER], "7");
-        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
-        let r = from_rejection(
-            &Rejection::bad_request("InvalidJson", "the body is not valid JSON"),
-            Duration::from_secs(7),
-        );
-        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-        assert!(r.headers().get(header::RETRY_AFTER).is_none());
-        let Body::Text(text) = r.body() else {
-            panic!("a text body");
-        };
-        let v: serde_json::Value = serde_json::from_str(text).expect("json");
-        assert_eq!(
-            v,
-            serde_json::json!({"error": {"code": "InvalidJson", "message": "the body is not valid JSON"}})
-        );
-    }
-}
+mod tests;

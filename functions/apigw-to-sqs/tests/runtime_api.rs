@@ -76,6 +76,44 @@ async fn a_bad_value_fails_the_init_with_the_documented_error_type() {
 }
 
 #[tokio::test]
-async fn routing_rules_are_refused_until_this_function_routes() {
-    sqs_forwarder::test_support::runtime_api::assert_routes_refused(BINARY, "ApigwToSqs").await;
+async fn bad_routing_rules_fail_the_init_naming_the_rule() {
+    let init = |routes: &'static str| async move {
+        init_error(
+            BINARY,
+            &[("QUEUE_URL", "http://127.0.0.1:9/1/q"), ("ROUTES", routes)],
+        )
+        .await
+    };
+    // apigw-to-sqs offers the path, the method and headers, not a Kinesis
+    // partition key.
+    let (error, exit) = init(
+        r#"{"routes": [{"when": {"key": "partition_key", "equals": "p"}, "target": "default"}]}"#,
+    )
+    .await;
+    assert_eq!(error.error_type, "ApigwToSqs.InvalidConfiguration");
+    assert!(
+        error
+            .error_message
+            .starts_with("invalid configuration: ROUTES=")
+            && error.error_message.contains("routes[0].when.key")
+            && error.error_message.contains("path, method, header"),
+        "{error:?}"
+    );
+    assert_eq!(exit, Some(2));
+
+    // A credential header is never offered to the rules.
+    let (error, exit) = init(
+        r#"{"routes": [{"when": {"key": "header", "name": "Authorization", "exists": true}, "target": "default"}]}"#,
+    )
+    .await;
+    assert_eq!(error.error_type, "ApigwToSqs.InvalidConfiguration");
+    assert!(
+        error
+            .error_message
+            .starts_with("invalid configuration: ROUTES=")
+            && error.error_message.contains("routes[0].when: ")
+            && error.error_message.contains("credentials"),
+        "{error:?}"
+    );
+    assert_eq!(exit, Some(2));
 }
