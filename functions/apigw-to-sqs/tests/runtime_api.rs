@@ -5,7 +5,9 @@
 //! local SQS endpoint (`SQS_TEST_ENDPOINT`) for its start.
 
 use serde_json::{Value, json};
-use sqs_forwarder::test_support::runtime_api::{init_error, serving};
+use sqs_forwarder::test_support::runtime_api::{
+    FunctionProcess, RuntimeApi, init_error, local_env, local_queue, serving,
+};
 use sqs_forwarder::test_support::sample_event;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_apigw-to-sqs");
@@ -116,4 +118,51 @@ async fn bad_routing_rules_fail_the_init_naming_the_rule() {
         "{error:?}"
     );
     assert_eq!(exit, Some(2));
+}
+
+#[tokio::test]
+async fn the_started_function_routes_with_its_rules() {
+    let (queue, endpoint) = local_queue("apigw-runtime-api-routed").await;
+    let (eu, _) = local_queue("apigw-runtime-api-routed-eu").await;
+    let routes = json!({
+        "targets": {"eu": eu},
+        "filter": [{"field": "/keep", "exists": true}],
+        "routes": [{"path": "/queues/{name}/messages"}]
+    })
+    .to_string();
+    let mut env = local_env(&queue, &endpoint);
+    env.push(("ROUTES", &routes));
+    let api = RuntimeApi::start().await;
+    let _function = FunctionProcess::spawn(BINARY, &api, &env);
+
+    let post = |path: &str, body: &str| {
+        let mut event = sample_event("apigw-http-json-array.json");
+        event["rawPath"] = json!(path);
+        event["requestContext"]["http"]["path"] = json!(path);
+        event["body"] = json!(body);
+        event["headers"]
+            .as_object_mut()
+            .expect("headers")
+            .remove("content-length");
+        event
+    };
+    // The rules reached the handler: the path route's path takes messages,
+    // the filter skips one.
+    let answer = api
+        .invoke(&post(
+            "/queues/eu/messages",
+            r#"[{"keep": 1}, {"drop": 2}]"#,
+        ))
+        .await;
+    let a = answer.response();
+    assert_eq!(a["statusCode"], 202, "{answer:?}");
+    let body: Value = serde_json::from_str(a["body"].as_str().expect("a body")).expect("json");
+    assert_eq!(body["results"][0]["status"], "sent", "{body}");
+    assert_eq!(body["results"][1]["status"], "skipped", "{body}");
+    let answer = api
+        .invoke(&post("/queues/nope/messages", r#"{"keep": 1}"#))
+        .await;
+    let a = answer.response();
+    assert_eq!(a["statusCode"], 404, "{answer:?}");
+    assert_eq!(code(a), "UnknownQueue", "{a}");
 }
