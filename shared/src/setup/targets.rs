@@ -17,8 +17,9 @@ use crate::setup::env::Env;
 use crate::setup::error::{ConfigError, SetupError};
 
 /// The function's `ROUTES`, read with the source keys it offers; `None`
-/// (the function does not route yet) refuses a set `ROUTES` rather than
-/// ignoring it.
+/// (a function that offers the rules nothing to read, the
+/// [`ColdStart`](crate::setup::startup::ColdStart) default) refuses a set
+/// `ROUTES` rather than ignoring it.
 pub fn read_routes(
     env: &Env,
     service: &str,
@@ -30,7 +31,7 @@ pub fn read_routes(
             Some(value) if !value.trim().is_empty() => Err(ConfigError::new(
                 crate::route::ROUTES.name,
                 "(set)",
-                format!("unset: {service} does not take routing rules yet"),
+                format!("unset: {service} does not take routing rules"),
             )),
             _ => Ok(None),
         },
@@ -102,4 +103,22 @@ where
         targets.push(connect(config).await.map_err(|e| naming(name, e))?);
     }
     Ok(targets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::SourceKey;
+
+    #[test]
+    fn a_function_offering_no_keys_refuses_rules_rather_than_ignore_them() {
+        let env = Env::from_pairs(&[("ROUTES", r#"{"unmatched": "drop"}"#)]);
+        let e = read_routes(&env, "some-function", None).expect_err("refused");
+        assert_eq!(e.variable, "ROUTES");
+        assert!(e.to_string().contains("some-function does not take routing rules"), "{e}");
+        let blank = Env::from_pairs(&[("ROUTES", "  ")]);
+        assert_eq!(read_routes(&blank, "some-function", None), Ok(None));
+        let offered = read_routes(&env, "f", Some(&[SourceKey::PartitionKey]));
+        assert!(matches!(offered, Ok(Some(_))), "{offered:?}");
+    }
 }

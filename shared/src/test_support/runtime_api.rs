@@ -385,30 +385,6 @@ pub async fn init_error(binary: &str, env: &[(&str, &str)]) -> (Reported, Option
     (error, function.exit_code(Duration::from_secs(30)).await)
 }
 
-/// For a function that does not route yet: its start with `ROUTES` set
-/// fails as `<prefix>.InvalidConfiguration`, saying it takes no routing
-/// rules yet, and the process ends with exit code 2 (the rules are refused,
-/// never ignored).
-pub async fn assert_routes_refused(binary: &str, prefix: &str) {
-    let (error, exit) = init_error(
-        binary,
-        &[
-            ("QUEUE_URL", "http://127.0.0.1:9/1/q"),
-            ("ROUTES", r#"{"unmatched": "drop"}"#),
-        ],
-    )
-    .await;
-    assert_eq!(error.error_type, format!("{prefix}.InvalidConfiguration"));
-    assert!(
-        error.error_message.contains("ROUTES")
-            && error
-                .error_message
-                .contains("does not take routing rules yet"),
-        "{error:?}"
-    );
-    assert_eq!(exit, Some(2));
-}
-
 /// A Lambda deadline (milliseconds since the epoch) one second past, for
 /// [`RuntimeApi::invoke_until`]: nothing can be sent before it.
 pub fn past_deadline_ms() -> u64 {
