@@ -49,8 +49,8 @@ MEMORIES = (128, 1769)  # the Lambda-billed runs' memory sizes (1,769 MB = one v
 def in_flight_for(memory_mb):
     """MAX_IN_FLIGHT's default for a function of `memory_mb`, as
     `sqs_forwarder::config::default_max_in_flight` computes it (one per 64 MB,
-    4 to 64): the floors use as many calls in flight as the function."""
-    return min(64, max(4, memory_mb // 64))
+    16 to 64): the floors use as many calls in flight as the function."""
+    return min(64, max(16, memory_mb // 64))
 
 
 IN_FLIGHT = in_flight_for(128)

@@ -94,6 +94,10 @@ pub struct SendSettings {
     pub limits: Limits,
     /// Most `SendMessageBatch` calls in flight at once (>= 1).
     pub max_in_flight: usize,
+    /// Most bytes (as SQS counts them) in the calls in flight at once;
+    /// `None`: only `max_in_flight` bounds them. One call always starts when
+    /// none is out, however large.
+    pub max_in_flight_bytes: Option<usize>,
     /// Retries of failed entries and calls.
     pub retry: RetryPolicy,
     /// Messages too large for the queue.
@@ -114,6 +118,7 @@ impl Default for SendSettings {
         SendSettings {
             limits: Limits::default(),
             max_in_flight: 4,
+            max_in_flight_bytes: None,
             retry: RetryPolicy::default(),
             oversize: OversizePolicy::default(),
             fifo_order: FifoOrder::default(),
@@ -143,16 +148,30 @@ impl Window {
     /// The default number of bytes (8 MiB).
     pub const DEFAULT_BYTES: usize = 8 * 1_048_576;
 
-    /// The window in force: never smaller than `max_in_flight + 1` full
-    /// calls and one largest message, so that a batch is never sent short
-    /// for want of input the window could not hold.
-    pub fn effective(&self, limits: &Limits, max_in_flight: usize) -> Window {
-        let calls = max_in_flight.max(1) + 1;
+    /// The window in force: never smaller than what the calls in flight
+    /// may carry (`max_in_flight` full calls, or `max_in_flight_bytes` when
+    /// that is less), one more full call and one largest message, so that a
+    /// batch is never sent short for want of input the window could not
+    /// hold.
+    pub fn effective(
+        &self,
+        limits: &Limits,
+        max_in_flight: usize,
+        max_in_flight_bytes: Option<usize>,
+    ) -> Window {
+        let calls = max_in_flight.max(1);
+        let in_flight_bytes = calls.saturating_mul(limits.max_request_bytes);
+        let in_flight_bytes =
+            max_in_flight_bytes.map_or(in_flight_bytes, |b| b.min(in_flight_bytes));
         Window {
-            max_messages: self.max_messages.max(calls * limits.max_entries.max(1) + 1),
-            max_bytes: self
-                .max_bytes
-                .max(calls * limits.max_request_bytes + limits.largest_message()),
+            max_messages: self
+                .max_messages
+                .max((calls + 1) * limits.max_entries.max(1) + 1),
+            max_bytes: self.max_bytes.max(
+                in_flight_bytes
+                    .saturating_add(limits.max_request_bytes)
+                    .saturating_add(limits.largest_message()),
+            ),
         }
     }
 }

@@ -318,9 +318,11 @@ async fn one_window_bounds_all_targets() {
     let tally = fanout.forward(items, None, |_| n += 1).await;
     assert_eq!(n, 900);
     assert_eq!(tally.summary.sent, 900);
-    let window = settings
-        .window
-        .effective(&settings.limits, settings.max_in_flight);
+    let window = settings.window.effective(
+        &settings.limits,
+        settings.max_in_flight,
+        settings.max_in_flight_bytes,
+    );
     assert!(
         tally.peak_messages <= window.max_messages,
         "held {} > window {}",

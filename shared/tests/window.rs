@@ -170,7 +170,7 @@ async fn a_window_too_small_for_the_calls_in_flight_is_raised() {
         max_bytes: 1_048_576,
     };
     let fwd = forwarder(sqs.clone(), window);
-    let effective = window.effective(&fwd.settings().limits, 4);
+    let effective = window.effective(&fwd.settings().limits, 4, None);
     assert_eq!(effective.max_messages, 51);
     let (most, _, _, tally) = run(&fwd, 10_000, 40).await;
     assert!(most <= 51, "held {most}");
@@ -228,4 +228,65 @@ async fn the_deadline_reports_what_the_source_still_holds() {
     assert!(sent > 0 && sent < 100_000, "sent {sent}");
     assert_eq!(sent + late, 100_000);
     assert_eq!(sent, arrived(&sqs).len());
+}
+
+/// Calls in flight are bounded by their count and, when set, by the bytes
+/// they carry together: small calls go out `max_in_flight` at a time, large
+/// ones only as many as the bytes allow (one always, however large), and the
+/// window is sized for what may be in flight, not for the count's worth of
+/// full calls.
+#[tokio::test(start_paused = true)]
+async fn the_bytes_in_flight_bound_large_calls_not_small_ones() {
+    let settings = |bytes: Option<usize>| SendSettings {
+        max_in_flight: 16,
+        max_in_flight_bytes: bytes,
+        ..SendSettings::default()
+    };
+    // Small messages: 10 per call, ~400 bytes a call: 16 calls out at once.
+    let small = slow_sqs(Vec::new());
+    let fwd = Forwarder::new(
+        small.clone(),
+        settings(Some(4 * 1_048_576)),
+        EncodeRules::default(),
+    );
+    let (_, _, _, tally) = run(&fwd, 10_000, 40).await;
+    assert_eq!(tally.summary.sent, 10_000);
+    assert_eq!(
+        small.max_in_flight(),
+        16,
+        "small calls: the count bounds them"
+    );
+
+    // 100,000-byte messages, 10 to a ~1 MB call: 4 MiB lets 4 calls out.
+    let large = slow_sqs(Vec::new());
+    let fwd = Forwarder::new(
+        large.clone(),
+        settings(Some(4 * 1_048_576)),
+        EncodeRules::default(),
+    );
+    let (_, most_bytes, _, tally) = run(&fwd, 400, 100_000).await;
+    assert_eq!(tally.summary.sent, 400);
+    assert_eq!(
+        large.max_in_flight(),
+        4,
+        "large calls: the bytes bound them"
+    );
+    // The window: 4 MiB in flight + one more call + one message, not 16 calls' worth.
+    let effective = Window::default().effective(&fwd.settings().limits, 16, Some(4 * 1_048_576));
+    assert_eq!(effective.max_bytes, 8 * 1_048_576);
+    assert!(most_bytes <= 8 * 1_048_576 + 100_000, "held {most_bytes}");
+
+    // One call always goes out, however large: a budget below one call.
+    let one = slow_sqs(Vec::new());
+    let fwd = Forwarder::new(one.clone(), settings(Some(1)), EncodeRules::default());
+    let (_, _, _, tally) = run(&fwd, 40, 100_000).await;
+    assert_eq!(tally.summary.sent, 40);
+    assert_eq!(one.max_in_flight(), 1);
+
+    // Without a bytes bound, the count alone: 16 large calls out.
+    let unbounded = slow_sqs(Vec::new());
+    let fwd = Forwarder::new(unbounded.clone(), settings(None), EncodeRules::default());
+    let (_, _, _, tally) = run(&fwd, 400, 100_000).await;
+    assert_eq!(tally.summary.sent, 400);
+    assert_eq!(unbounded.max_in_flight(), 16);
 }

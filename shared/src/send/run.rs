@@ -60,7 +60,8 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             .first()
             .map(|f| {
                 let s = &f.settings;
-                s.window.effective(&s.limits, s.max_in_flight)
+                s.window
+                    .effective(&s.limits, s.max_in_flight, s.max_in_flight_bytes)
             })
             .unwrap_or_default();
         Run {
@@ -95,6 +96,10 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             return self.finish();
         };
         let max = first.settings.max_in_flight.max(1);
+        // The bytes the calls in flight may carry together (one call always
+        // starts when none is out).
+        let max_bytes = first.settings.max_in_flight_bytes.unwrap_or(usize::MAX);
+        let mut calls_bytes = 0usize;
         // The target whose batch is looked at first, turning after each call
         // so that no target waits behind another's.
         let mut turn = 0usize;
@@ -158,8 +163,14 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     idle += 1;
                     continue;
                 }
+                let bytes = self.picked_bytes(t, &picked.indices);
+                if calls > 0 && calls_bytes.saturating_add(bytes) > max_bytes {
+                    // Too much is out: wait for a call to come back.
+                    break;
+                }
                 let fwd = &targets[t];
                 let batch = self.take(t, picked.indices);
+                calls_bytes = calls_bytes.saturating_add(bytes);
                 let timeout = match self.deadline {
                     Some(d) => fwd
                         .settings
@@ -210,6 +221,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             match done {
                 Some(Done::Call(batch, result)) => {
                     calls -= 1;
+                    calls_bytes = calls_bytes.saturating_sub(batch_bytes(&batch));
                     self.release_groups(&batch);
                     if let Some(at) = self.settle(batch, result) {
                         self.wakes.push(Reverse(at));
@@ -361,6 +373,15 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     }
 
     /// Take the picked messages out of `pending` into a call.
+    /// The bytes of a picked batch, as SQS counts its entries.
+    fn picked_bytes(&self, t: usize, picked: &[usize]) -> usize {
+        picked
+            .iter()
+            .filter_map(|i| self.pending[t].get(i))
+            .map(|slot| slot.entry.size)
+            .sum()
+    }
+
     fn take(&mut self, t: usize, picked: Vec<usize>) -> Batch<P> {
         let mut batch = Vec::with_capacity(picked.len());
         for index in picked {
@@ -437,4 +458,10 @@ fn deadline_exceeded() -> Outcome {
         crate::send::codes::DEADLINE_EXCEEDED,
         "the invocation's deadline came before this message could be sent",
     ))
+}
+
+/// The bytes of a call's entries, as SQS counts them (what
+/// [`Run::picked_bytes`] counted when it started).
+fn batch_bytes<P>(batch: &Batch<P>) -> usize {
+    batch.iter().map(|(_, slot)| slot.entry.size).sum()
 }

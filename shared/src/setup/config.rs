@@ -26,7 +26,9 @@ mod settings;
 mod target;
 pub mod variables;
 
-pub use variables::{MEMORY_SIZE_VARIABLE, VARIABLES, default_max_in_flight};
+pub use variables::{
+    MEMORY_SIZE_VARIABLE, VARIABLES, default_in_flight_bytes, default_max_in_flight,
+};
 
 use variables as var;
 
@@ -110,6 +112,10 @@ pub struct Config {
     pub max_batch_bytes: usize,
     /// Calls in flight (`MAX_IN_FLIGHT`).
     pub max_in_flight: usize,
+    /// Bytes in the calls in flight, when `MAX_IN_FLIGHT` is unset and
+    /// Lambda's memory gives it ([`default_in_flight_bytes`]); `None`: only
+    /// the count bounds them.
+    pub max_in_flight_bytes: Option<usize>,
     /// The most messages and bytes held at once (`WINDOW_MESSAGES`,
     /// `WINDOW_BYTES`).
     pub window: Window,
@@ -173,11 +179,13 @@ impl Config {
         let max_message_bytes = env.number(&var::MAX_MESSAGE_BYTES)?.map(|v| v as usize);
         let fallback_message_bytes = env.required_number(&var::FALLBACK_MESSAGE_BYTES)? as usize;
         let max_batch_bytes = env.required_number(&var::MAX_BATCH_BYTES)? as usize;
-        let max_in_flight = match env.number(&var::MAX_IN_FLIGHT)? {
-            Some(v) => v as usize,
-            None => {
-                default_max_in_flight(env.raw(MEMORY_SIZE_VARIABLE).and_then(|m| m.parse().ok()))
-            }
+        let memory_mb = env.raw(MEMORY_SIZE_VARIABLE).and_then(|m| m.parse().ok());
+        let (max_in_flight, max_in_flight_bytes) = match env.number(&var::MAX_IN_FLIGHT)? {
+            Some(v) => (v as usize, None),
+            None => (
+                default_max_in_flight(memory_mb),
+                default_in_flight_bytes(memory_mb, max_batch_bytes),
+            ),
         };
         let window = Window {
             max_messages: env.required_number(&var::WINDOW_MESSAGES)? as usize,
@@ -230,6 +238,7 @@ impl Config {
             fallback_message_bytes,
             max_batch_bytes,
             max_in_flight,
+            max_in_flight_bytes,
             window,
             retry: RetryPolicy {
                 max_attempts,

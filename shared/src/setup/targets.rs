@@ -115,7 +115,11 @@ mod tests {
         let env = Env::from_pairs(&[("ROUTES", r#"{"unmatched": "drop"}"#)]);
         let e = read_routes(&env, "some-function", None).expect_err("refused");
         assert_eq!(e.variable, "ROUTES");
-        assert!(e.to_string().contains("some-function does not take routing rules"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("some-function does not take routing rules"),
+            "{e}"
+        );
         let blank = Env::from_pairs(&[("ROUTES", "  ")]);
         assert_eq!(read_routes(&blank, "some-function", None), Ok(None));
         let offered = read_routes(&env, "f", Some(&[SourceKey::PartitionKey]));

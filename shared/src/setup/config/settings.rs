@@ -29,6 +29,7 @@ impl Config {
             SendSettings {
                 limits: self.limits(queue),
                 max_in_flight: self.max_in_flight,
+                max_in_flight_bytes: self.max_in_flight_bytes,
                 window: self.window,
                 retry: self.retry,
                 oversize: self.oversize,

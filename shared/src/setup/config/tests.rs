@@ -30,12 +30,23 @@ fn defaults() {
         vars.extend(set.map(|v| ("MAX_IN_FLIGHT", v)));
         config(&vars).expect("valid").max_in_flight
     };
-    assert_eq!(at("128", None), 4);
-    assert_eq!(at("512", None), 8);
+    assert_eq!(at("128", None), 16);
+    assert_eq!(at("512", None), 16);
     assert_eq!(at("1769", None), 27);
     assert_eq!(at("10240", None), 64);
     assert_eq!(at("1769", Some("4")), 4);
     assert_eq!(at("not a number", None), 4);
+    // ... and so do the bytes they may carry together, unless it is set.
+    let bytes = |mb: &str, set: Option<&str>| {
+        let mut vars = vec![("QUEUE_URL", URL), (MEMORY_SIZE_VARIABLE, mb)];
+        vars.extend(set.map(|v| ("MAX_IN_FLIGHT", v)));
+        config(&vars).expect("valid").max_in_flight_bytes
+    };
+    assert_eq!(bytes("128", None), Some(4 * 1_048_576));
+    assert_eq!(bytes("512", None), Some(8 * 1_048_576));
+    assert_eq!(bytes("1769", None), Some(27 * 1_048_576));
+    assert_eq!(bytes("128", Some("16")), None);
+    assert_eq!(c.max_in_flight_bytes, None);
     assert_eq!(c.oversize, OversizePolicy::Fail);
     assert_eq!(c.body_encoding, BodyEncoding::Auto);
     assert_eq!(c.fifo_order, FifoOrder::Strict);
