@@ -12,18 +12,29 @@ Used by scripts/check_template.py.
   and `kms:Decrypt` on two keys.
 * With both lists empty (the defaults), no statement of any function's role
   has an empty resource: the grants above are left out, not given on `""`.
-* Routes: every function's environment has `ROUTES`, the document exactly
-  as given, when it is set, and no `ROUTES` when it is empty.
+* KinesisRoutes, S3Routes, ApiRoutes, RabbitMqRoutes (ROUTES_OF): each
+  function's environment has `ROUTES`, the document exactly as its own
+  parameter gives it, when that parameter is set, and no `ROUTES` when it
+  is empty, whatever the other three are (a document offering one
+  function's source keys stops the others' start); every function has one.
 * KinesisFilterPattern: the Kinesis event source mapping has
   `FilterCriteria` with one filter, the pattern exactly as given, when it
   is set, and none when it is empty.
+* ApiRoutedPath (scripts/check_routed_path.py): no route on it when empty;
+  when set, the HTTP API has the route `POST <ApiRoutedPath>` to the
+  messages route's integration, with the messages route's authorization
+  under every ApiAuth; and a template rule refuses it without ApiRoutes
+  (another function's Routes parameter does not do).
 * Every parameter is in one of the console's parameter groups.
 * docs/operating.md's routing table names the routing parameters with
-  their defaults.
+  their defaults, each Routes parameter's row naming its function.
 * negative tests: each check fails on a copy of the template without the
   line it checks (a function's statement left out, a statement made
-  unconditional or on `*`, `ROUTES` left out or always set, the filter left
-  out, always set or with another pattern, a parameter outside the groups).
+  unconditional or on `*`; a function's `ROUTES` left out, always set,
+  from another function's parameter, or one `ROUTES` for all in Globals;
+  the filter left out, always set or with another pattern; the routed
+  route always there, open, or the rule on another parameter or gone; a
+  parameter outside the groups; a default the docs do not give).
 """
 
 import copy
@@ -31,6 +42,7 @@ import json
 import os
 import re
 
+import check_routed_path
 from template_render import Stack
 
 QUEUES = ["arn:aws:sqs:eu-west-1:222222222222:orders-eu",
@@ -44,8 +56,21 @@ GRANTS = [
     ("RouteTargetQueueArns", QUEUES, SQS_ACTIONS, "HasRouteTargets"),
     ("RouteKmsKeyArns", KEYS, KMS_ACTIONS, "HasRouteKmsKeys"),
 ]
-ROUTES = ('{"targets": {"eu": "https://sqs.eu-west-1.amazonaws.com/222222222222/orders-eu"}, '
-          '"routes": [{"when": {"field": "/region", "prefix": "eu-"}, "target": "eu"}]}')
+EU = '{"eu": "https://sqs.eu-west-1.amazonaws.com/222222222222/orders-eu"}'
+# function: (its parameter, its crate, a document on its own source keys).
+ROUTES_OF = {
+    "KinesisToSqsFunction": ("KinesisRoutes", "kinesis-to-sqs",
+                             '{"targets": %s, "routes": [{"when": {"key": "partition_key", '
+                             '"prefix": "eu-"}, "target": "eu"}]}' % EU),
+    "S3ToSqsFunction": ("S3Routes", "s3-to-sqs",
+                        '{"targets": %s, "routes": [{"when": {"key": "bucket", '
+                        '"equals": "eu-exports"}, "target": "eu"}]}' % EU),
+    "ApigwToSqsFunction": ("ApiRoutes", "apigw-to-sqs",
+                           '{"targets": %s, "routes": [{"path": "/queues/{name}/messages"}]}' % EU),
+    "RabbitmqToSqsFunction": ("RabbitMqRoutes", "rabbitmq-to-sqs",
+                              '{"targets": %s, "routes": [{"when": {"key": "routing_key", '
+                              '"prefix": "eu."}, "target": "eu"}]}' % EU),
+}
 PATTERN = '{"data": {"type": ["order"]}}'
 DOC = "docs/operating.md"
 HEADING = "## Routing to several queues"
@@ -104,12 +129,23 @@ def environments(out, overrides):
             for n, r in out["Resources"].items() if r.get("Type") == "AWS::Lambda::Function"}
 
 
-def routes_problems(out):
-    """ROUTES reaches every function, as given, only when Routes is set."""
-    problems = [f"{n}: ROUTES={v.get('ROUTES')!r} with Routes empty"
-                for n, v in environments(out, {}).items() if "ROUTES" in v]
-    problems += [f"{n}: ROUTES={v.get('ROUTES')!r}, not the document given"
-                 for n, v in environments(out, {"Routes": ROUTES}).items() if v.get("ROUTES") != ROUTES]
+def routes_problems(tpl, out):
+    """Each function's ROUTES comes from its own parameter, as given, only
+    when that is set; never from another function's."""
+    problems = [f"{fn}: a function with no Routes parameter of its own"
+                for fn in functions(tpl) if fn not in ROUTES_OF]
+    problems += [f"{fn}: no such function" for fn in ROUTES_OF if fn not in functions(tpl)]
+    problems += [f"{n}: ROUTES={v.get('ROUTES')!r} with every Routes parameter empty"
+                 for n, v in environments(out, {}).items() if "ROUTES" in v]
+    for owner, (param, _, doc) in ROUTES_OF.items():
+        for n, v in environments(out, {param: doc}).items():
+            want = doc if n == owner else None
+            if v.get("ROUTES") != want:
+                problems.append(f"{n}: ROUTES={v.get('ROUTES')!r} with only {param} set, not {want!r}")
+    every = {param: doc for param, _, doc in ROUTES_OF.values()}
+    for n, v in environments(out, every).items():
+        if n in ROUTES_OF and v.get("ROUTES") != ROUTES_OF[n][2]:
+            problems.append(f"{n}: ROUTES={v.get('ROUTES')!r} with all four set, not {ROUTES_OF[n][0]}'s")
     return problems
 
 
@@ -146,7 +182,7 @@ def group_problems(tpl):
 
 
 def documented(root):
-    """{parameter: default cell} of the table under HEADING in DOC."""
+    """{parameter: (default cell, what it does)} of the table under HEADING in DOC."""
     text = open(os.path.join(root, *DOC.split("/")), encoding="utf-8").read()
     if HEADING not in text:
         return {}
@@ -155,20 +191,26 @@ def documented(root):
     for line in section.splitlines():
         cells = [c.strip() for c in line.split("|")]
         if len(cells) > 3 and re.fullmatch(r"`[A-Za-z0-9]+`", cells[1]):
-            rows[cells[1].strip("`")] = cells[2]
+            rows[cells[1].strip("`")] = (cells[2], "|".join(cells[3:]))
     return rows
 
 
 def doc_problems(tpl, root):
     params = tpl.get("Parameters", {})
-    wanted = [p for p in params if p.startswith("Route")] + ["KinesisFilterPattern"]
+    wanted = [p for p in params if p.startswith("Route") or p.endswith("Routes")]
+    wanted += ["KinesisFilterPattern", "ApiRoutedPath"]
     rows = documented(root)
     problems = [f"{p} is not in the table" for p in wanted if p not in rows]
-    for p, default in rows.items():
+    for p, (default, text) in rows.items():
         if p not in params:
             problems.append(f"{p} is no parameter of the template")
         elif default != ("(none)" if params[p].get("Default", "") == "" else f"`{params[p]['Default']}`"):
             problems.append(f"{p}: default {default}, the template's is {params[p].get('Default')!r}")
+    for param, crate, _ in ROUTES_OF.values():
+        text = rows.get(param, ("", ""))[1]
+        others = [c for _, c, _ in ROUTES_OF.values() if c != crate and c in text]
+        if param in rows and (crate not in text or others):
+            problems.append(f"{param}'s row names {others or 'not ' + crate}, not {crate} alone")
     return problems
 
 
@@ -192,12 +234,14 @@ def run(tpl, root, check, translate):
     p = empty_problems(out)
     check(not p, "with RouteTargetQueueArns and RouteKmsKeyArns empty, no role has a statement on an "
                  "empty resource" + (f": {p}" if p else ""))
-    p = routes_problems(out)
-    check(not p, "ROUTES is in every function's environment as given when Routes is set, absent when empty" +
-          (f": {p}" if p else ""))
+    p = routes_problems(tpl, out)
+    check(not p, f"each function ({len(fns)}) has ROUTES exactly as its own parameter "
+                 f"({', '.join(v[0] for v in ROUTES_OF.values())}) gives it when set, none when empty, "
+                 "never another's" + (f": {p}" if p else ""))
     p = filter_problems(out)
     check(not p, "the Kinesis mapping has FilterCriteria with the pattern given when KinesisFilterPattern is "
                  "set, none when empty" + (f": {p}" if p else ""))
+    check_routed_path.run(tpl, check, {fn: (param, doc) for fn, (param, _, doc) in ROUTES_OF.items()})
     p = group_problems(tpl)
     check(not p, "every parameter is in one console parameter group" + (f": {p}" if p else ""))
     p = doc_problems(tpl, root)
@@ -226,15 +270,7 @@ def negative_tests(tpl, root, check, translate):
         stmts[i] = stmts[i]["Fn::If"][1]
         check(empty_problems(translate(bad)),
               f"negative: {fn}'s {condition} statement made unconditional fails the empty-resource check")
-    env = ["Globals", "Function", "Environment", "Variables"]
-    bad = copy.deepcopy(tpl)
-    variables = bad
-    for k in env:
-        variables = variables[k]
-    variables.pop("ROUTES")
-    check(routes_problems(translate(bad)), "negative: no ROUTES in Globals fails the ROUTES check")
-    variables["ROUTES"] = {"Ref": "Routes"}
-    check(routes_problems(translate(bad)), "negative: ROUTES always set (empty) fails the ROUTES check")
+    routes_negative_tests(tpl, check, translate)
     mapping = [n for n, r in tpl["Resources"].items() if r.get("Type") == "AWS::Lambda::EventSourceMapping"][0]
     bad = copy.deepcopy(tpl)
     criteria = bad["Resources"][mapping]["Properties"].pop("FilterCriteria")
@@ -246,9 +282,44 @@ def negative_tests(tpl, root, check, translate):
     check(filter_problems(translate(bad)), "negative: FilterCriteria with another pattern fails the filter check")
     bad = copy.deepcopy(tpl)
     for g in bad["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]:
-        g["Parameters"] = [p for p in g["Parameters"] if p != "Routes"]
-    check(group_problems(bad), "negative: Routes in no parameter group fails the group check")
+        g["Parameters"] = [p for p in g["Parameters"] if p != "S3Routes"]
+    check(group_problems(bad), "negative: S3Routes in no parameter group fails the group check")
     bad = copy.deepcopy(tpl)
     bad["Parameters"]["RouteTargetQueueArns"]["Default"] = "arn:aws:sqs:us-east-1:111122223333:q"
     check(doc_problems(bad, root),
           "negative: a routing parameter whose default differs from the docs fails the docs check")
+    bad = copy.deepcopy(tpl)
+    bad["Parameters"]["RabbitMqRoutes"]["Default"] = "{}"
+    check(doc_problems(bad, root),
+          "negative: a Routes parameter whose default differs from the docs fails the docs check")
+
+
+def variables(tpl, fn):
+    return tpl["Resources"][fn]["Properties"]["Environment"]["Variables"]
+
+
+def routes_negative_tests(tpl, check, translate):
+    """A function's ROUTES left out, always set, or from another function's
+    parameter; and one ROUTES for all in Globals (the old template)."""
+    fns = list(ROUTES_OF)
+    for i, fn in enumerate(fns):
+        param = ROUTES_OF[fn][0]
+        other = ROUTES_OF[fns[(i + 1) % len(fns)]][0]
+        bad = copy.deepcopy(tpl)
+        variables(bad, fn).pop("ROUTES")
+        check(routes_problems(bad, translate(bad)), f"negative: {fn} without ROUTES fails the ROUTES check")
+        bad = copy.deepcopy(tpl)
+        variables(bad, fn)["ROUTES"] = {"Ref": param}
+        check(routes_problems(bad, translate(bad)),
+              f"negative: {fn}'s ROUTES always set (empty) fails the ROUTES check")
+        bad = copy.deepcopy(tpl)
+        variables(bad, fn)["ROUTES"] = {"Fn::If": [f"Has{other}", {"Ref": other}, {"Ref": "AWS::NoValue"}]}
+        check(routes_problems(bad, translate(bad)),
+              f"negative: {fn}'s ROUTES from {other} fails the ROUTES check")
+    bad = copy.deepcopy(tpl)
+    for fn in fns:
+        variables(bad, fn).pop("ROUTES")
+    bad["Globals"]["Function"]["Environment"]["Variables"]["ROUTES"] = {
+        "Fn::If": ["HasKinesisRoutes", {"Ref": "KinesisRoutes"}, {"Ref": "AWS::NoValue"}]}
+    check(routes_problems(bad, translate(bad)),
+          "negative: one ROUTES for every function in Globals fails the ROUTES check")

@@ -39,9 +39,11 @@
   dashboard's reading order docs/operating.md's; each with its negative tests;
 * the routing parameters (scripts/check_routing.py): the grants on
   RouteTargetQueueArns and RouteKmsKeyArns, exactly and only when given,
-  ROUTES in the environment and the Kinesis mapping's FilterCriteria only
-  when set, every parameter in a console group, the routing parameters
-  documented; each with its negative tests;
+  each function's ROUTES from its own parameter (KinesisRoutes, S3Routes,
+  ApiRoutes, RabbitMqRoutes) and the Kinesis mapping's FilterCriteria only
+  when set, ApiRoutedPath's route and its rule (scripts/check_routed_path.py),
+  every parameter in a console group, the routing parameters documented;
+  each with its negative tests;
 * the replay command's policy (ReplayPolicy) grants exactly the actions its
   README lists under "Permissions", none with a `*` action or resource (with
   negative tests: an extra action, a `*` resource).
