@@ -8,31 +8,17 @@
 //! naming it), and faults on one target only (the others' messages
 //! unaffected, every result in the answer exact).
 
-use std::collections::HashMap;
-
 use apigw_to_sqs::lambda_http::http::{StatusCode, header};
 use apigw_to_sqs::lambda_http::{Body, Request, Response, request};
 use apigw_to_sqs::routing::SOURCE_KEYS;
 use apigw_to_sqs::{Handler, Settings};
 use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
-use forwarder_e2e::{attributes, client, create_queue, drain, sdk_config};
+use forwarder_e2e::routing;
+use forwarder_e2e::{attributes, client, create_queue, drain};
 use serde_json::{Value, json};
-use sqs_forwarder::route::{Router, Routes};
-use sqs_forwarder::setup::startup::connect_router;
+use sqs_forwarder::route::Router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
-use sqs_forwarder::{Config, Env, Forwarder, GroupIds, SqsTransport};
-
-fn config(url: &str) -> Config {
-    let vars: HashMap<&str, &str> = [
-        ("QUEUE_URL", url),
-        ("RETRY_MAX_ATTEMPTS", "2"),
-        ("RETRY_BASE_DELAY_MS", "1"),
-        ("RETRY_MAX_DELAY_MS", "5"),
-    ]
-    .into_iter()
-    .collect();
-    Config::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("valid test configuration")
-}
+use sqs_forwarder::{Env, Forwarder, SqsTransport};
 
 struct Queues {
     default: String,
@@ -77,21 +63,6 @@ fn rules(q: &Queues, unmatched: &str) -> String {
         "group_id": { "field": "/tenant" }
     })
     .to_string()
-}
-
-async fn router(q: &Queues, doc: &str) -> Router<SqsTransport> {
-    let config = config(&q.default);
-    let routes = Routes::parse(doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect("every target connects")
 }
 
 fn handler<T: sqs_forwarder::Transport>(router: Router<T>) -> Handler<T> {
@@ -206,12 +177,6 @@ fn third_request() -> Request {
     )
 }
 
-fn group_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
-    m.attributes()
-        .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
-        .cloned()
-}
-
 fn deduplication_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
     m.attributes()
         .and_then(|a| a.get(&MessageSystemAttributeName::MessageDeduplicationId))
@@ -221,7 +186,7 @@ fn deduplication_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn messages_reach_the_queue_their_rules_name_shaped() {
     let q = queues("main").await;
-    let router = router(&q, &rules(&q, "default")).await;
+    let router = routing::router(&q.default, SOURCE_KEYS, &rules(&q, "default")).await;
     assert!(router.any_fifo());
     let h = handler(router);
 
@@ -295,7 +260,7 @@ async fn messages_reach_the_queue_their_rules_name_shaped() {
         "the idempotency key, per message of the batch"
     );
     for m in &orders {
-        assert_eq!(group_of(m).as_deref(), Some("acme"));
+        assert_eq!(routing::group_of(m).as_deref(), Some("acme"));
         let attrs = attributes(m);
         assert_eq!(attrs["tenant"], ("String".to_owned(), b"acme".to_vec()));
         assert_eq!(attrs["n"].0, "Number");
@@ -310,7 +275,7 @@ async fn messages_reach_the_queue_their_rules_name_shaped() {
     let bodies: Vec<&str> = eu.iter().filter_map(|m| m.body()).collect();
     assert_eq!(bodies, vec!["hello", "via path"]);
     let hello = &eu[0];
-    let group = group_of(hello).expect("a fair-queue group id on a standard queue");
+    let group = routing::group_of(hello).expect("a fair-queue group id on a standard queue");
     assert!(
         group.starts_with("g-") && group.len() == 2 + 64,
         "hashed: {group}"
@@ -320,7 +285,7 @@ async fn messages_reach_the_queue_their_rules_name_shaped() {
     assert_eq!(attrs["source"], ("String".to_owned(), b"web".to_vec()));
     assert_eq!(attrs["score"], ("Number".to_owned(), b"7".to_vec()));
     assert_eq!(attrs["n"], ("Number".to_owned(), b"2".to_vec()));
-    assert_eq!(group_of(&eu[1]).as_deref(), Some("zeta"));
+    assert_eq!(routing::group_of(&eu[1]).as_deref(), Some("zeta"));
     assert!(
         !attributes(&eu[1]).contains_key("region"),
         "no header, no attribute"
@@ -329,13 +294,13 @@ async fn messages_reach_the_queue_their_rules_name_shaped() {
     let default = drain(&sqs, &q.default, 2).await;
     assert_eq!(default.len(), 1);
     assert_eq!(default[0].body(), Some("x"));
-    assert_eq!(group_of(&default[0]).as_deref(), Some("beta"));
+    assert_eq!(routing::group_of(&default[0]).as_deref(), Some("beta"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unmatched_messages_are_skipped_when_the_rules_say_so() {
     let q = queues("drop").await;
-    let h = handler(router(&q, &rules(&q, "drop")).await);
+    let h = handler(routing::router(&q.default, SOURCE_KEYS, &rules(&q, "drop")).await);
     let r = h.handle(first_request()).await;
     assert_eq!(r.status(), StatusCode::MULTI_STATUS);
     // Both messages match no route: skipped before shaping, so the second
@@ -380,19 +345,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
         "routes": [ { "path": "/queues/{name}/messages" } ]
     })
     .to_string();
-    let config = config(&q.default);
-    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    let error = connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect_err("a missing target fails the start")
-    .to_string();
+    let error = routing::start_error(&q.default, SOURCE_KEYS, &doc).await;
     assert!(error.contains("ROUTES target \"ghost\""), "{error}");
     assert!(error.contains("no-such-queue"), "{error}");
 }
@@ -400,7 +353,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failing_target_fails_its_own_messages_only() {
     let q = queues("faults").await;
-    let real = router(&q, &rules(&q, "default")).await;
+    let real = routing::router(&q.default, SOURCE_KEYS, &rules(&q, "default")).await;
     // The same targets, each behind a fake that can fail entries: the eu
     // queue refuses everything, for good; the others pass to the local SQS.
     let wrap = |f: &Forwarder<SqsTransport>, refuse: bool| {

@@ -6,33 +6,19 @@
 //! not exist (the start fails naming it), and faults on one target only
 //! (the others' records unaffected, every outcome exact).
 
-use std::collections::HashMap;
-
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::QueueAttributeName;
 use base64::Engine as _;
-use forwarder_e2e::{attributes, client, create_queue, drain, sdk_config};
+use forwarder_e2e::routing;
+use forwarder_e2e::{attributes, client, create_queue, drain};
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::records::SOURCE_KEYS;
 use kinesis_to_sqs::{Handler, Settings};
 use serde_json::{Value, json};
-use sqs_forwarder::route::{Router, Routes};
-use sqs_forwarder::setup::startup::connect_router;
+use sqs_forwarder::route::Router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
-use sqs_forwarder::{Config, Forwarder, GroupIds, SqsTransport};
+use sqs_forwarder::{Forwarder, SqsTransport};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
-
-fn config(url: &str) -> Config {
-    let vars: HashMap<&str, &str> = [
-        ("QUEUE_URL", url),
-        ("RETRY_MAX_ATTEMPTS", "2"),
-        ("RETRY_BASE_DELAY_MS", "1"),
-        ("RETRY_MAX_DELAY_MS", "5"),
-    ]
-    .into_iter()
-    .collect();
-    Config::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("valid test configuration")
-}
 
 fn seq(i: usize) -> String {
     format!("49590338271490256608559692538361571095921575989{i:09}")
@@ -104,21 +90,6 @@ fn rules(q: &Queues, unmatched: &str) -> String {
     .to_string()
 }
 
-async fn router(q: &Queues, doc: &str) -> Router<SqsTransport> {
-    let config = config(&q.default);
-    let routes = Routes::parse(doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect("every target connects")
-}
-
 /// The records of the main test: what each is, and where it must land.
 fn records() -> Vec<(&'static str, Vec<u8>)> {
     vec![
@@ -155,16 +126,10 @@ fn records() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-fn group_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
-    m.attributes()
-        .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
-        .cloned()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn records_reach_the_queue_their_rules_name_shaped() {
     let q = queues("main").await;
-    let router = router(&q, &rules(&q, "default")).await;
+    let router = routing::router(&q.default, SOURCE_KEYS, &rules(&q, "default")).await;
     assert!(router.any_fifo());
     let recs = records();
     let input: Vec<(&str, &[u8])> = recs.iter().map(|(k, d)| (*k, d.as_slice())).collect();
@@ -190,7 +155,7 @@ async fn records_reach_the_queue_their_rules_name_shaped() {
         "FIFO order kept"
     );
     for m in &orders {
-        assert_eq!(group_of(m).as_deref(), Some("acme"));
+        assert_eq!(routing::group_of(m).as_deref(), Some("acme"));
         let attrs = attributes(m);
         assert_eq!(attrs["tenant"], ("String".to_owned(), b"acme".to_vec()));
         assert_eq!(attrs["n"].0, "Number");
@@ -199,7 +164,7 @@ async fn records_reach_the_queue_their_rules_name_shaped() {
     let eu = drain(&sqs, &q.eu, 2).await;
     assert_eq!(eu.len(), 1);
     assert_eq!(eu[0].body(), Some("hello"));
-    let group = group_of(&eu[0]).expect("a fair-queue group id on a standard queue");
+    let group = routing::group_of(&eu[0]).expect("a fair-queue group id on a standard queue");
     assert!(
         group.starts_with("g-") && group.len() == 2 + 64,
         "hashed: {group}"
@@ -212,7 +177,7 @@ async fn records_reach_the_queue_their_rules_name_shaped() {
     let default = drain(&sqs, &q.default, 2).await;
     assert_eq!(default.len(), 1);
     assert_eq!(default[0].body(), Some("x"));
-    assert_eq!(group_of(&default[0]).as_deref(), Some("beta"));
+    assert_eq!(routing::group_of(&default[0]).as_deref(), Some("beta"));
     // The function's own attributes ride along with the shaped ones.
     assert!(attributes(&default[0]).contains_key("kinesis.partitionKey"));
 }
@@ -220,7 +185,7 @@ async fn records_reach_the_queue_their_rules_name_shaped() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unmatched_records_are_dropped_when_the_rules_say_so() {
     let q = queues("drop").await;
-    let router = router(&q, &rules(&q, "drop")).await;
+    let router = routing::router(&q.default, SOURCE_KEYS, &rules(&q, "drop")).await;
     let recs = records();
     let input: Vec<(&str, &[u8])> = recs.iter().map(|(k, d)| (*k, d.as_slice())).collect();
     let response = Handler::routed(Settings::default(), router)
@@ -252,19 +217,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
         "routes": [ { "when": { "key": "partition_key", "equals": "g" }, "target": "ghost" } ]
     })
     .to_string();
-    let config = config(&q.default);
-    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    let error = connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect_err("a missing target fails the start")
-    .to_string();
+    let error = routing::start_error(&q.default, SOURCE_KEYS, &doc).await;
     assert!(error.contains("ROUTES target \"ghost\""), "{error}");
     assert!(error.contains("no-such-queue"), "{error}");
 }
@@ -272,7 +225,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failing_target_fails_its_own_records_only() {
     let q = queues("faults").await;
-    let real = router(&q, &rules(&q, "default")).await;
+    let real = routing::router(&q.default, SOURCE_KEYS, &rules(&q, "default")).await;
     // The same targets, each behind a fake that can fail entries: the eu
     // queue refuses everything, for good; the others pass to the local SQS.
     let wrap = |f: &Forwarder<SqsTransport>, refuse: bool| {
@@ -345,18 +298,7 @@ async fn the_orders_sample_lands_as_the_local_run_shows() {
         "group_id": { "field": "/customer" }
     })
     .to_string();
-    let config = config(&default);
-    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
-    let first = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    let router = connect_router(
-        &sdk_config(),
-        &config,
-        first,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect("every target connects");
+    let router = routing::router(&default, SOURCE_KEYS, &doc).await;
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../events/kinesis-orders.json"
@@ -381,7 +323,7 @@ async fn the_orders_sample_lands_as_the_local_run_shows() {
             .iter()
             .map(|m| {
                 let body: Value = serde_json::from_str(m.body().unwrap_or("")).expect("JSON body");
-                (body["order"].as_i64().unwrap_or(-1), group_of(m))
+                (body["order"].as_i64().unwrap_or(-1), routing::group_of(m))
             })
             .collect();
         v.sort();

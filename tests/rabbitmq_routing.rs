@@ -14,9 +14,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::QueueAttributeName;
 use forwarder_e2e::rabbitmq::{Broker, amqp_url, fake_forwarder, far, settings, unique};
-use forwarder_e2e::{attributes, client, create_queue, drain, sdk_config};
+use forwarder_e2e::routing;
+use forwarder_e2e::{attributes, client, create_queue, drain};
 use lapin::options::{
     BasicPublishOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions,
 };
@@ -27,9 +28,8 @@ use rabbitmq_to_sqs::drain::{PollReport, QueueReport};
 use rabbitmq_to_sqs::routing::SOURCE_KEYS;
 use serde_json::{Value, json};
 use sqs_forwarder::route::{Router, Routes};
-use sqs_forwarder::setup::startup::connect_router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
-use sqs_forwarder::{Config, Forwarder, GroupIds, SqsTransport, Transport};
+use sqs_forwarder::{Forwarder, SqsTransport, Transport};
 
 // ---------------------------------------------------------------- broker
 
@@ -221,18 +221,6 @@ fn deliveries() -> Vec<Delivery> {
 
 // ---------------------------------------------------------------- SQS
 
-fn config(url: &str) -> Config {
-    let vars: HashMap<&str, &str> = [
-        ("QUEUE_URL", url),
-        ("RETRY_MAX_ATTEMPTS", "2"),
-        ("RETRY_BASE_DELAY_MS", "1"),
-        ("RETRY_MAX_DELAY_MS", "5"),
-    ]
-    .into_iter()
-    .collect();
-    Config::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("valid test configuration")
-}
-
 struct Queues {
     default: String,
     orders: String,
@@ -277,21 +265,6 @@ fn rules(q: &Queues, audit: &str, unmatched: &str) -> String {
     .to_string()
 }
 
-async fn router(q: &Queues, doc: &str) -> Router<SqsTransport> {
-    let config = config(&q.default);
-    let routes = Routes::parse(doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect("every target connects")
-}
-
 /// The function under test over `router`, its AMQP connection named
 /// uniquely.
 fn function<T: Transport>(vars: &[(&str, &str)], router: Router<T>) -> Handler<T> {
@@ -309,12 +282,6 @@ async fn poll<T: Transport>(f: &Handler<T>) -> PollReport {
 /// (received, sent, dropped, rejected, requeued) of a queue's drain.
 fn counts(q: &QueueReport) -> (u64, u64, u64, u64, u64) {
     (q.received, q.sent, q.dropped, q.rejected, q.requeued)
-}
-
-fn group_of(m: &aws_sdk_sqs::types::Message) -> Option<String> {
-    m.attributes()
-        .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
-        .cloned()
 }
 
 fn body_of(d: &Delivery) -> String {
@@ -342,7 +309,7 @@ async fn deliveries_reach_the_queue_their_rules_name_shaped() {
             ("RABBITMQ_URL", &amqp_url()),
             ("RABBITMQ_QUEUES", &rig.queues()),
         ],
-        router(&q, &rules(&q, &rig.audit, "default")).await,
+        routing::router(&q.default, SOURCE_KEYS, &rules(&q, &rig.audit, "default")).await,
     );
     let report = poll(&f).await;
     // Inbox: 0, 1, 2, 3, 8 sent; 4, 5 filtered out (acked); 6 rejected.
@@ -368,7 +335,7 @@ async fn deliveries_reach_the_queue_their_rules_name_shaped() {
     let bodies: Vec<&str> = orders.iter().filter_map(|m| m.body()).collect();
     assert_eq!(bodies, [r#"{"id":1}"#, r#"{"id":3}"#], "FIFO order kept");
     for (m, (n, routing_key)) in orders.iter().zip([("1", "orders.new"), ("3", "misc")]) {
-        assert_eq!(group_of(m).as_deref(), Some("acme"));
+        assert_eq!(routing::group_of(m).as_deref(), Some("acme"));
         let attrs = attributes(m);
         assert_eq!(attrs["tenant"], string("acme"));
         assert_eq!(attrs["n"], number(n));
@@ -380,20 +347,26 @@ async fn deliveries_reach_the_queue_their_rules_name_shaped() {
     let by_body: HashMap<&str, _> = eu.iter().map(|m| (m.body().unwrap_or(""), m)).collect();
     assert_eq!(by_body.len(), 3, "{:?}", by_body.keys());
     let hello = by_body["hello"];
-    let group = group_of(hello).expect("a fair-queue group id on a standard queue");
+    let group = routing::group_of(hello).expect("a fair-queue group id on a standard queue");
     assert!(
         group.starts_with("g-") && group.len() == 2 + 64,
         "hashed: {group}"
     );
     assert_eq!(attributes(hello)["region"], string("eu"), "its header");
-    assert_eq!(group_of(by_body["audited"]).as_deref(), Some("gamma"));
-    assert_eq!(group_of(by_body["urgent"]).as_deref(), Some("delta"));
+    assert_eq!(
+        routing::group_of(by_body["audited"]).as_deref(),
+        Some("gamma")
+    );
+    assert_eq!(
+        routing::group_of(by_body["urgent"]).as_deref(),
+        Some("delta")
+    );
     assert_eq!(attributes(by_body["urgent"])["urgent"], string("true"));
 
     let default = drain(&sqs, &q.default, 2).await;
     assert_eq!(default.len(), 1);
     assert_eq!(default[0].body(), Some("x"));
-    assert_eq!(group_of(&default[0]).as_deref(), Some("beta"));
+    assert_eq!(routing::group_of(&default[0]).as_deref(), Some("beta"));
     let attrs = attributes(&default[0]);
     assert_eq!(attrs["tenant"], string("beta"));
     assert_eq!(attrs["n"], number("4"));
@@ -417,7 +390,7 @@ async fn unmatched_deliveries_are_acked_when_the_rules_drop_them() {
             ("RABBITMQ_URL", &amqp_url()),
             ("RABBITMQ_QUEUES", &rig.queues()),
         ],
-        router(&q, &rules(&q, &rig.audit, "drop")).await,
+        routing::router(&q.default, SOURCE_KEYS, &rules(&q, &rig.audit, "drop")).await,
     );
     let report = poll(&f).await;
     // 3 and 6 match no route: dropped before shaping, so 6's missing
@@ -456,19 +429,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
         "routes": [ { "when": { "key": "routing_key", "equals": "g" }, "target": "ghost" } ]
     })
     .to_string();
-    let config = config(&default);
-    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
-    let forwarder = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    let error = connect_router(
-        &sdk_config(),
-        &config,
-        forwarder,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect_err("a missing target fails the start")
-    .to_string();
+    let error = routing::start_error(&default, SOURCE_KEYS, &doc).await;
     assert!(error.contains("ROUTES target \"ghost\""), "{error}");
     assert!(error.contains("no-such-queue"), "{error}");
 }
@@ -500,7 +461,7 @@ async fn a_failing_target_fails_its_own_deliveries_only() {
     let q = queues("faults").await;
     let ds = deliveries();
     rig.publish_all(&ds).await;
-    let real = router(&q, &rules(&q, &rig.audit, "default")).await;
+    let real = routing::router(&q.default, SOURCE_KEYS, &rules(&q, &rig.audit, "default")).await;
     let eu = real.routes().and_then(|r| r.target("eu")).expect("eu").0;
     // The eu queue fails "hello" and "urgent" for now (retryable) and
     // refuses "audited" for good (the message's fault); the others pass.
@@ -648,7 +609,7 @@ async fn an_amazon_mq_batch_is_routed() {
         "attributes": { "attempt": { "key": "header", "name": "attempt", "type": "Number" } }
     })
     .to_string();
-    let f = function(&[], router(&q, &doc).await);
+    let f = function(&[], routing::router(&q.default, SOURCE_KEYS, &doc).await);
     let event: Value = serde_json::from_str(include_str!("../events/rabbitmq-amazon-mq.json"))
         .expect("sample aws:rmq event");
     let out = f.handle_until(event, far(), None).await.expect("forwarded");
@@ -662,12 +623,16 @@ async fn an_amazon_mq_batch_is_routed() {
     assert_eq!(eu.len(), 1);
     assert_eq!(eu[0].body(), Some(r#"{"order":1002,"total":"7.00"}"#));
     assert_eq!(attributes(&eu[0])["attempt"], number("2"));
-    assert_eq!(group_of(&eu[0]), None, "a standard queue: no group id");
+    assert_eq!(
+        routing::group_of(&eu[0]),
+        None,
+        "a standard queue: no group id"
+    );
     let orders = drain(&sqs, &q.orders, 2).await;
     assert_eq!(orders.len(), 1);
     assert_eq!(orders[0].body(), Some(r#"{"order":1001,"total":"42.50"}"#));
     // No routing key in aws:rmq events: the group is the queue's.
-    assert_eq!(group_of(&orders[0]).as_deref(), Some("orders"));
+    assert_eq!(routing::group_of(&orders[0]).as_deref(), Some("orders"));
     let default = drain(&sqs, &q.default, 2).await;
     assert_eq!(default.len(), 1, "the PNG, by its source queue");
     assert_eq!(default[0].body(), Some("iVBORw0KGgoA"));

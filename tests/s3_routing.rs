@@ -10,30 +10,16 @@
 //! `group_id`), sent to the FIFO and the fair-queue targets, its bad lines
 //! failed alone, and an object the filter leaves out by its key's suffix.
 
-use std::collections::HashMap;
-
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_sqs::types::{Message as SqsMessage, MessageSystemAttributeName, QueueAttributeName};
+use forwarder_e2e::routing;
 use forwarder_e2e::{attributes, client, create_queue, drain, endpoint, sdk_config};
 use s3_to_sqs::routing::SOURCE_KEYS;
 use s3_to_sqs::{Handler, HandlerError, Report, Settings, s3_client};
 use serde_json::{Value, json};
-use sqs_forwarder::route::{Router, Routes};
-use sqs_forwarder::setup::startup::connect_router;
+use sqs_forwarder::route::Router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
-use sqs_forwarder::{Config, Env, Forwarder, GroupIds, SqsTransport};
-
-fn config(url: &str) -> Config {
-    let vars: HashMap<&str, &str> = [
-        ("QUEUE_URL", url),
-        ("RETRY_MAX_ATTEMPTS", "2"),
-        ("RETRY_BASE_DELAY_MS", "1"),
-        ("RETRY_MAX_DELAY_MS", "5"),
-    ]
-    .into_iter()
-    .collect();
-    Config::from_lookup(|k| vars.get(k).map(|v| v.to_string())).expect("valid test configuration")
-}
+use sqs_forwarder::{Env, Forwarder, SqsTransport};
 
 fn settings(vars: &[(&str, &str)]) -> Settings {
     let mut vars = vars.to_vec();
@@ -65,27 +51,6 @@ async fn queues(tag: &str) -> Queues {
         .await,
         media: create_queue(&sqs, &format!("e2e-s3route-{tag}-media"), &[]).await,
     }
-}
-
-async fn router(q: &Queues, doc: &str) -> Router<SqsTransport> {
-    let config = config(&q.default);
-    let routes = Routes::parse(doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect("every target connects")
-}
-
-fn group_of(m: &SqsMessage) -> Option<String> {
-    m.attributes()
-        .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
-        .cloned()
 }
 
 fn dedup_of(m: &SqsMessage) -> Option<String> {
@@ -241,7 +206,7 @@ fn notification_rules(q: &Queues, unmatched: &str) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn notification_records_reach_the_queue_their_rules_name_shaped() {
     let q = queues("notify").await;
-    let router = router(&q, &notification_rules(&q, "default")).await;
+    let router = routing::router(&q.default, SOURCE_KEYS, &notification_rules(&q, "default")).await;
     assert!(router.any_fifo());
     let h = Handler::routed(settings(&[]), router, s3());
     let err = h
@@ -273,7 +238,7 @@ async fn notification_records_reach_the_queue_their_rules_name_shaped() {
     let audit = drain(&sqs, &q.audit, 4).await;
     assert_eq!(bodies(&audit), ["v1", "v5", "v7"], "FIFO order kept");
     for m in &audit {
-        assert_eq!(group_of(m).as_deref(), Some("docs"));
+        assert_eq!(routing::group_of(m).as_deref(), Some("docs"));
         assert!(dedup_of(m).is_some(), "the function's deduplication id");
     }
     assert_eq!(
@@ -299,7 +264,13 @@ async fn notification_records_reach_the_queue_their_rules_name_shaped() {
     let media = drain(&sqs, &q.media, 3).await;
     let mut by_body: Vec<(String, Option<String>, Option<String>)> = media
         .iter()
-        .map(|m| (m.body().expect("body").to_owned(), group_of(m), dedup_of(m)))
+        .map(|m| {
+            (
+                m.body().expect("body").to_owned(),
+                routing::group_of(m),
+                dedup_of(m),
+            )
+        })
         .collect();
     by_body.sort();
     assert_eq!(
@@ -313,7 +284,7 @@ async fn notification_records_reach_the_queue_their_rules_name_shaped() {
 
     let default = drain(&sqs, &q.default, 2).await;
     assert_eq!(bodies(&default), ["v0"]);
-    assert_eq!(group_of(&default[0]).as_deref(), Some("docs"));
+    assert_eq!(routing::group_of(&default[0]).as_deref(), Some("docs"));
     assert_eq!(
         string_attr(&default[0], "size"),
         Some(("Number".into(), "10".into()))
@@ -323,7 +294,7 @@ async fn notification_records_reach_the_queue_their_rules_name_shaped() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unmatched_records_are_dropped_when_the_rules_say_so() {
     let q = queues("drop").await;
-    let router = router(&q, &notification_rules(&q, "drop")).await;
+    let router = routing::router(&q.default, SOURCE_KEYS, &notification_rules(&q, "drop")).await;
     let report = Handler::routed(settings(&[]), router, s3())
         .handle(notification_event(), None)
         .await
@@ -362,19 +333,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
         "routes": [ { "when": { "key": "bucket", "equals": "g" }, "target": "ghost" } ]
     })
     .to_string();
-    let config = config(&q.default);
-    let routes = Routes::parse(&doc, SOURCE_KEYS).expect("valid rules");
-    let default = forwarder_e2e::connect(&config, GroupIds::FromSource).await;
-    let error = connect_router(
-        &sdk_config(),
-        &config,
-        default,
-        Some(routes),
-        GroupIds::FromSource,
-    )
-    .await
-    .expect_err("a missing target fails the start")
-    .to_string();
+    let error = routing::start_error(&q.default, SOURCE_KEYS, &doc).await;
     assert!(error.contains("ROUTES target \"ghost\""), "{error}");
     assert!(error.contains("no-such-queue"), "{error}");
 }
@@ -382,7 +341,7 @@ async fn a_target_that_does_not_exist_stops_the_start_naming_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failing_target_fails_its_own_records_only() {
     let q = queues("faults").await;
-    let real = router(&q, &notification_rules(&q, "default")).await;
+    let real = routing::router(&q.default, SOURCE_KEYS, &notification_rules(&q, "default")).await;
     // The same targets, each behind a fake: the media queue refuses every
     // entry, for good; the others pass to the local SQS.
     let wrap = |f: &Forwarder<SqsTransport>, refuse: bool| {
@@ -515,7 +474,7 @@ async fn lines_follow_the_json_lines_contract_to_a_fifo_and_a_fair_queue() {
         "group_id": { "field": "/group_id" }
     })
     .to_string();
-    let router = router(&q, &doc).await;
+    let router = routing::router(&q.default, SOURCE_KEYS, &doc).await;
     let h = Handler::routed(
         settings(&[("MODE", "lines"), ("LINES_PER_SEND", "2")]),
         router,
@@ -563,7 +522,7 @@ async fn lines_follow_the_json_lines_contract_to_a_fifo_and_a_fair_queue() {
     let orders = drain(&sqs, &q.audit, 3).await;
     assert_eq!(bodies(&orders), ["o1", "o2"], "FIFO order kept");
     for m in &orders {
-        assert_eq!(group_of(m).as_deref(), Some("g1"));
+        assert_eq!(routing::group_of(m).as_deref(), Some("g1"));
     }
     let line = |m: &SqsMessage| string_attr(m, "line").map(|(_, v)| v);
     assert_eq!(
@@ -595,7 +554,7 @@ async fn lines_follow_the_json_lines_contract_to_a_fifo_and_a_fair_queue() {
         .map(|m| {
             (
                 m.body().expect("body").to_owned(),
-                group_of(m).expect("a fair-queue group id"),
+                routing::group_of(m).expect("a fair-queue group id"),
                 string_attr(m, "tenant").map(|(_, v)| v),
             )
         })

@@ -7,6 +7,8 @@
 
 #[path = "support/rabbitmq.rs"]
 pub mod rabbitmq;
+#[path = "support/routing.rs"]
+pub mod routing;
 
 use std::collections::HashMap;
 use std::time::Duration;
