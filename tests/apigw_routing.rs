@@ -12,9 +12,9 @@ use apigw_to_sqs::lambda_http::http::{StatusCode, header};
 use apigw_to_sqs::lambda_http::{Body, Request, Response, request};
 use apigw_to_sqs::routing::SOURCE_KEYS;
 use apigw_to_sqs::{Handler, Settings};
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use forwarder_e2e::routing;
-use forwarder_e2e::{attributes, client, create_queue, drain};
+use forwarder_e2e::{attributes, client, drain};
 use serde_json::{Value, json};
 use sqs_forwarder::route::Router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
@@ -27,16 +27,12 @@ struct Queues {
 }
 
 async fn queues(tag: &str) -> Queues {
-    let sqs = client();
+    let (default, orders, eu) =
+        routing::three_queues(&format!("e2e-apigw-route-{tag}"), "orders", "eu").await;
     Queues {
-        default: create_queue(&sqs, &format!("e2e-apigw-route-{tag}-default"), &[]).await,
-        orders: create_queue(
-            &sqs,
-            &format!("e2e-apigw-route-{tag}-orders.fifo"),
-            &[(QueueAttributeName::ContentBasedDeduplication, "false")],
-        )
-        .await,
-        eu: create_queue(&sqs, &format!("e2e-apigw-route-{tag}-eu"), &[]).await,
+        default,
+        orders,
+        eu,
     }
 }
 

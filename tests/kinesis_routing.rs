@@ -6,7 +6,6 @@
 //! not exist (the start fails naming it), and faults on one target only
 //! (the others' records unaffected, every outcome exact).
 
-use aws_sdk_sqs::types::QueueAttributeName;
 use base64::Engine as _;
 use forwarder_e2e::routing;
 use forwarder_e2e::{attributes, client, create_queue, drain};
@@ -58,16 +57,12 @@ struct Queues {
 }
 
 async fn queues(tag: &str) -> Queues {
-    let sqs = client();
+    let (default, orders, eu) =
+        routing::three_queues(&format!("e2e-route-{tag}"), "orders", "eu").await;
     Queues {
-        default: create_queue(&sqs, &format!("e2e-route-{tag}-default"), &[]).await,
-        orders: create_queue(
-            &sqs,
-            &format!("e2e-route-{tag}-orders.fifo"),
-            &[(QueueAttributeName::ContentBasedDeduplication, "false")],
-        )
-        .await,
-        eu: create_queue(&sqs, &format!("e2e-route-{tag}-eu"), &[]).await,
+        default,
+        orders,
+        eu,
     }
 }
 

@@ -14,7 +14,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use aws_sdk_sqs::types::QueueAttributeName;
 use forwarder_e2e::rabbitmq::{Broker, amqp_url, fake_forwarder, far, settings, unique};
 use forwarder_e2e::routing;
 use forwarder_e2e::{attributes, client, create_queue, drain};
@@ -228,16 +227,12 @@ struct Queues {
 }
 
 async fn queues(tag: &str) -> Queues {
-    let sqs = client();
+    let (default, orders, eu) =
+        routing::three_queues(&format!("rmq-route-{tag}"), "orders", "eu").await;
     Queues {
-        default: create_queue(&sqs, &format!("rmq-route-{tag}-default"), &[]).await,
-        orders: create_queue(
-            &sqs,
-            &format!("rmq-route-{tag}-orders.fifo"),
-            &[(QueueAttributeName::ContentBasedDeduplication, "false")],
-        )
-        .await,
-        eu: create_queue(&sqs, &format!("rmq-route-{tag}-eu"), &[]).await,
+        default,
+        orders,
+        eu,
     }
 }
 

@@ -11,9 +11,9 @@
 //! failed alone, and an object the filter leaves out by its key's suffix.
 
 use aws_sdk_s3::primitives::ByteStream;
-use aws_sdk_sqs::types::{Message as SqsMessage, MessageSystemAttributeName, QueueAttributeName};
+use aws_sdk_sqs::types::{Message as SqsMessage, MessageSystemAttributeName};
 use forwarder_e2e::routing;
-use forwarder_e2e::{attributes, client, create_queue, drain, endpoint, sdk_config};
+use forwarder_e2e::{attributes, client, drain, endpoint, sdk_config};
 use s3_to_sqs::routing::SOURCE_KEYS;
 use s3_to_sqs::{Handler, HandlerError, Report, Settings, s3_client};
 use serde_json::{Value, json};
@@ -40,16 +40,12 @@ struct Queues {
 /// The default queue (standard), `audit` (FIFO) and `media` (standard,
 /// fair-queue group ids from the rules).
 async fn queues(tag: &str) -> Queues {
-    let sqs = client();
+    let (default, audit, media) =
+        routing::three_queues(&format!("e2e-s3route-{tag}"), "audit", "media").await;
     Queues {
-        default: create_queue(&sqs, &format!("e2e-s3route-{tag}-default"), &[]).await,
-        audit: create_queue(
-            &sqs,
-            &format!("e2e-s3route-{tag}-audit.fifo"),
-            &[(QueueAttributeName::ContentBasedDeduplication, "false")],
-        )
-        .await,
-        media: create_queue(&sqs, &format!("e2e-s3route-{tag}-media"), &[]).await,
+        default,
+        audit,
+        media,
     }
 }
 

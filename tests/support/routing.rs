@@ -63,3 +63,21 @@ pub fn group_of(m: &Message) -> Option<String> {
         .and_then(|a| a.get(&MessageSystemAttributeName::MessageGroupId))
         .cloned()
 }
+
+/// The three target queues of a routing test, fresh: `<prefix>-default`
+/// (standard: the function's own), `<prefix>-<fifo>.fifo` (FIFO, without
+/// content-based deduplication) and `<prefix>-<fair>` (standard, for
+/// fair-queue group ids); their URLs in that order.
+pub async fn three_queues(prefix: &str, fifo: &str, fair: &str) -> (String, String, String) {
+    use aws_sdk_sqs::types::QueueAttributeName;
+    let sqs = crate::client();
+    let default = crate::create_queue(&sqs, &format!("{prefix}-default"), &[]).await;
+    let fifo = crate::create_queue(
+        &sqs,
+        &format!("{prefix}-{fifo}.fifo"),
+        &[(QueueAttributeName::ContentBasedDeduplication, "false")],
+    )
+    .await;
+    let fair = crate::create_queue(&sqs, &format!("{prefix}-{fair}"), &[]).await;
+    (default, fifo, fair)
+}
