@@ -219,13 +219,15 @@ pub fn fit_beside(
         body_cost
     };
     let taken_size: usize = taken.iter().map(Attribute::size).sum();
+    // Assembled once for the common case (everything fits); again after
+    // each header left out for size.
+    let mut attributes = assemble(&slots);
     if let Some(room_for_attributes) = room
         .largest_message
         .checked_sub(body_cost)
         .and_then(|left| left.checked_sub(taken_size))
     {
         loop {
-            let attributes = assemble(&slots);
             let size: usize = attributes.iter().map(Attribute::size).sum();
             if size <= room_for_attributes {
                 break;
@@ -234,6 +236,7 @@ pub fn fit_beside(
                 break;
             };
             dropped.push(slots.remove(largest).name().to_owned());
+            attributes = assemble(&slots);
         }
     }
     // A body too large on its own: the oversize policy decides, attributes
@@ -247,7 +250,7 @@ pub fn fit_beside(
         })
         .collect();
     Fitted {
-        attributes: assemble(&slots),
+        attributes,
         folded,
         dropped,
     }

@@ -195,24 +195,24 @@ pub fn json_value(v: &Value) -> FieldValue {
 /// An attribute for this value, or `None` when SQS has no form for it
 /// (empty or void).
 pub(crate) fn attribute(name: &str, value: &FieldValue) -> Option<Attribute> {
-    let name = name.to_owned();
+    // The name is copied once, into the attribute made.
     let text_or_binary = |s: &str| {
         if s.is_empty() {
             None
         } else if is_sqs_text(s) {
-            Some(Attribute::string(name.clone(), s))
+            Some(Attribute::string(name.to_owned(), s))
         } else {
-            Some(Attribute::binary(name.clone(), s.as_bytes().to_vec()))
+            Some(Attribute::binary(name.to_owned(), s.as_bytes().to_vec()))
         }
     };
     match value {
         FieldValue::Text(s) | FieldValue::Json(s) => text_or_binary(s),
         FieldValue::Bytes(b) => match std::str::from_utf8(b) {
             Ok(s) => text_or_binary(s),
-            Err(_) => Some(Attribute::binary(name.clone(), b.clone())),
+            Err(_) => Some(Attribute::binary(name.to_owned(), b.clone())),
         },
-        FieldValue::Number(n) => Some(Attribute::number(name, n)),
-        FieldValue::Bool(b) => Some(Attribute::string(name, b.to_string())),
+        FieldValue::Number(n) => Some(Attribute::number(name.to_owned(), n)),
+        FieldValue::Bool(b) => Some(Attribute::string(name.to_owned(), b.to_string())),
         FieldValue::Void => None,
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use lapin::options::{BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
 use lapin::types::FieldTable;
 use sqs_forwarder::Transport;
@@ -119,7 +119,13 @@ impl<T: Transport> Drain<'_, T> {
             idle_rounds = 0;
             let mut batch = vec![first];
             while batch.len() < window {
-                match tokio::time::timeout(LINGER, consumer.next()).await {
+                // What lapin has already received is taken without a timer;
+                // the linger is armed only when none is waiting.
+                let next = match consumer.next().now_or_never() {
+                    Some(next) => Ok(next),
+                    None => tokio::time::timeout(LINGER, consumer.next()).await,
+                };
+                match next {
                     Ok(Some(Ok(d))) => batch.push(d),
                     Ok(Some(Err(e))) => return Err(self.describe("receiving", &e)),
                     Ok(None) | Err(_) => break,

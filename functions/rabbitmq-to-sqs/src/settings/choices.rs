@@ -139,7 +139,12 @@ impl Property {
 
     /// The SQS attribute it becomes: `amqp.` and its name.
     pub fn attribute_name(self) -> String {
-        format!("{ATTRIBUTE_PREFIX}{}", self.name())
+        // Once per property per message: no formatting machinery.
+        let name = self.name();
+        let mut s = String::with_capacity(ATTRIBUTE_PREFIX.len() + name.len());
+        s.push_str(ATTRIBUTE_PREFIX);
+        s.push_str(name);
+        s
     }
 }
 
