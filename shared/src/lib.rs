@@ -89,6 +89,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod aggregate;
 pub mod call;
 pub mod event_reader;
 pub mod message;

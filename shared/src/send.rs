@@ -31,9 +31,12 @@
 //!
 //! [`Fanout`] runs several forwarders, one per target queue, as one: the
 //! routing rules ([`crate::route`]) say which target each message goes to.
+//! With `AGGREGATE=true` a fan-out packs small records into one message
+//! ([`crate::aggregate`]), each record's outcome its aggregate's.
 //!
 //! The steps, one file each: this file (the API and settings), [`fanout`]
-//! (several target queues as one), [`run`] (the
+//! (several target queues as one), [`aggregate`] (records packed into
+//! aggregates on their way to the run), [`run`] (the
 //! window and the scheduling loop), [`slot`] (what the window holds, and the
 //! puts waiting), [`call`] (one `SendMessageBatch` call), [`settle`] (a call's answer into
 //! outcomes and retries), [`group_state`] (the FIFO groups of a run) and
@@ -63,6 +66,7 @@ use crate::send::offload::{OffloadSettings, PayloadStore};
 use crate::send::outcome::{Failure, MessageOutcome, Outcome, Summary};
 use crate::send::retry::RetryPolicy;
 
+mod aggregate;
 mod call;
 mod group_state;
 mod groups;
@@ -111,6 +115,10 @@ pub struct SendSettings {
     pub offload: OffloadSettings,
     /// The most messages and bytes held at once.
     pub window: Window,
+    /// Records packed into one message of at most this many bytes
+    /// (`AGGREGATE`, `AGGREGATE_BYTES`; [`crate::aggregate`]); `None`: one
+    /// message per record.
+    pub aggregate: Option<usize>,
 }
 
 impl Default for SendSettings {
@@ -125,6 +133,7 @@ impl Default for SendSettings {
             call_timeout: Duration::from_secs(10),
             offload: OffloadSettings::default(),
             window: Window::default(),
+            aggregate: None,
         }
     }
 }
@@ -281,7 +290,11 @@ impl<T: Transport> Forwarder<T> {
     {
         let targets = std::slice::from_ref(self);
         run::Run::new(targets, deadline, report)
-            .drive(messages.into_iter().map(|m| Routed::To(0, m)))
+            .drive(
+                messages
+                    .into_iter()
+                    .map(|m| run::Item::Routed(Routed::To(0, m))),
+            )
             .await
     }
 

@@ -14,7 +14,7 @@
 use tokio::time::Instant;
 
 use super::outcome::MessageOutcome;
-use super::{Forwarder, Routed, Tally, run};
+use super::{Forwarder, Routed, Tally, aggregate, run};
 use crate::call::transport::Transport;
 
 /// Forwarders to several queues, run as one. Index 0 is the default target.
@@ -54,8 +54,12 @@ impl<T: Transport> Fanout<T> {
         I: IntoIterator<Item = Routed<P>>,
         F: FnMut(MessageOutcome<P>),
     {
+        let items = items.into_iter();
+        if self.targets.iter().any(|f| f.settings.aggregate.is_some()) {
+            return aggregate::forward(&self.targets, items, deadline, report).await;
+        }
         run::Run::new(&self.targets, deadline, report)
-            .drive(items.into_iter())
+            .drive(items.map(run::Item::Routed))
             .await
     }
 }

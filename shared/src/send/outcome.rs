@@ -228,14 +228,19 @@ impl Summary {
     pub fn of<P>(outcomes: &[MessageOutcome<P>]) -> Self {
         let mut s = Summary::default();
         for o in outcomes {
-            match &o.outcome {
-                Outcome::Sent { .. } => s.sent += 1,
-                Outcome::Failed(f) if f.retryable => s.failed_retryable += 1,
-                Outcome::Failed(_) => s.failed_permanent += 1,
-                Outcome::Dropped { .. } => s.dropped += 1,
-            }
+            s.count(&o.outcome);
         }
         s
+    }
+
+    /// Count one more outcome.
+    pub fn count(&mut self, outcome: &Outcome) {
+        match outcome {
+            Outcome::Sent { .. } => self.sent += 1,
+            Outcome::Failed(f) if f.retryable => self.failed_retryable += 1,
+            Outcome::Failed(_) => self.failed_permanent += 1,
+            Outcome::Dropped { .. } => self.dropped += 1,
+        }
     }
 
     /// Whether any message failed.

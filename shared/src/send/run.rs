@@ -29,6 +29,26 @@ use crate::observe::metrics as m;
 use crate::send::batch::{Candidate, Picked, pick};
 use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 
+/// What the run reads from its source: a record routed by the caller, or
+/// an entry already prepared (an aggregate of records, or a record the
+/// aggregation sends on its own: [`super::aggregate`]).
+pub(super) enum Item<P> {
+    /// As the caller routed it.
+    Routed(Routed<P>),
+    /// An entry for the target with this index, already prepared.
+    Prepared(usize, P, Entry),
+}
+
+impl<P> Item<P> {
+    fn into_position(self) -> P {
+        match self {
+            Item::Routed(Routed::To(_, m)) => m.position,
+            Item::Routed(Routed::Settled(p, _)) => p,
+            Item::Prepared(_, p, _) => p,
+        }
+    }
+}
+
 pub(super) struct Run<'a, T, P, F> {
     /// The forwarders, one per target queue (index 0 first).
     pub targets: &'a [Forwarder<T>],
@@ -80,16 +100,13 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
     }
 
     /// Run to the end of the source and of every message read from it.
-    pub async fn drive(mut self, mut source: impl Iterator<Item = Routed<P>>) -> Tally {
+    pub async fn drive(mut self, mut source: impl Iterator<Item = Item<P>>) -> Tally {
         let targets = self.targets;
         let Some(first) = targets.first() else {
             // No forwarder: nothing can be sent (unreachable through the
             // public API, which always has the default target).
             for routed in source {
-                let position = match routed {
-                    Routed::To(_, m) => m.position,
-                    Routed::Settled(p, _) => p,
-                };
+                let position = routed.into_position();
                 self.next_index();
                 self.report(position, unschedulable(), 0);
             }
@@ -115,8 +132,8 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     for routed in source.by_ref() {
                         self.next_index();
                         match routed {
-                            Routed::To(_, m) => self.report(m.position, deadline_exceeded(), 0),
-                            Routed::Settled(p, outcome) => self.report(p, outcome, 0),
+                            Item::Routed(Routed::Settled(p, outcome)) => self.report(p, outcome, 0),
+                            other => self.report(other.into_position(), deadline_exceeded(), 0),
                         }
                     }
                     exhausted = true;
@@ -124,8 +141,12 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             }
             while !exhausted && self.has_room() {
                 match source.next() {
-                    Some(Routed::To(target, message)) => self.admit(target, message),
-                    Some(Routed::Settled(position, outcome)) => {
+                    Some(Item::Routed(Routed::To(target, message))) => self.admit(target, message),
+                    Some(Item::Prepared(target, position, entry)) => {
+                        let index = self.next_index();
+                        self.admit_entry(target, index, position, Ok(entry));
+                    }
+                    Some(Item::Routed(Routed::Settled(position, outcome))) => {
                         self.next_index();
                         self.report(position, outcome, 0);
                     }
@@ -266,10 +287,25 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             // panic (the routing rules only name configured targets).
             return self.report(message.position, unknown_target(target), 0);
         };
+        let (position, prepared) = prepare(message, &fwd.rules);
+        self.admit_entry(target, index, position, prepared);
+    }
+
+    /// Hold a prepared entry for `target` (read as the `index`th), or settle
+    /// it at once (invalid, oversize, its group blocked).
+    fn admit_entry(
+        &mut self,
+        target: usize,
+        index: usize,
+        position: P,
+        prepared: Result<Entry, Failure>,
+    ) {
+        let Some(fwd) = self.targets.get(target) else {
+            return self.report(position, unknown_target(target), 0);
+        };
         let rules = &fwd.rules;
         let settings = &fwd.settings;
         let offloading = fwd.offloads();
-        let (position, prepared) = prepare(message, rules);
         let prepared = match prepared {
             Ok(entry) if offloading => reserved_names(entry),
             other => other,

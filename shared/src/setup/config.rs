@@ -130,6 +130,9 @@ pub struct Config {
     /// Where and when payloads go to S3; `Some` exactly when
     /// `OVERSIZE_POLICY=offload` (`OFFLOAD_*`).
     pub offload: Option<OffloadConfig>,
+    /// Records per message: the most bytes of an aggregate, `Some` exactly
+    /// when `AGGREGATE=true` (`AGGREGATE_BYTES`).
+    pub aggregate: Option<usize>,
     /// Body encoding policy (`BODY_ENCODING`).
     pub body_encoding: BodyEncoding,
     /// Marker attribute name (`ENCODING_ATTRIBUTE`).
@@ -206,6 +209,8 @@ impl Config {
         let oversize = env.choice(&var::OVERSIZE_POLICY)?;
         let offload = offload_vars::read(env, oversize)?;
 
+        let aggregate = aggregate(env, offload.as_ref())?;
+
         let body_encoding = env.choice(&var::BODY_ENCODING)?;
         let encoding_attribute = env.text(&var::ENCODING_ATTRIBUTE);
         if check_attribute(&Attribute::string(encoding_attribute.clone(), "base64")).is_err() {
@@ -249,6 +254,7 @@ impl Config {
             deadline_margin: Duration::from_millis(deadline_margin),
             oversize,
             offload,
+            aggregate,
             body_encoding,
             encoding_attribute,
             fifo_order,
@@ -280,6 +286,33 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// `AGGREGATE` and `AGGREGATE_BYTES`: the most bytes of an aggregate, or
+/// `None`. Refused: `AGGREGATE_BYTES` without `AGGREGATE=true`, and
+/// aggregation beside `OFFLOAD_ALWAYS=true` (every record would go to S3 on
+/// its own, none aggregated).
+fn aggregate(env: &Env, offload: Option<&OffloadConfig>) -> Result<Option<usize>, ConfigError> {
+    let on = env.flag(&var::AGGREGATE)?;
+    let bytes = env.required_number(&var::AGGREGATE_BYTES)? as usize;
+    if !on {
+        if env.is_set(&var::AGGREGATE_BYTES) {
+            return Err(ConfigError::new(
+                var::AGGREGATE_BYTES.name,
+                &bytes.to_string(),
+                "only with AGGREGATE=true",
+            ));
+        }
+        return Ok(None);
+    }
+    if offload.is_some_and(|o| o.settings.always) {
+        return Err(ConfigError::new(
+            var::AGGREGATE.name,
+            "true",
+            "false while OFFLOAD_ALWAYS=true (every record goes to S3 on its own: nothing to aggregate)",
+        ));
+    }
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]

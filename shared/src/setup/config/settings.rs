@@ -40,6 +40,7 @@ impl Config {
                     .as_ref()
                     .map(|o| o.settings.clone())
                     .unwrap_or_default(),
+                aggregate: self.aggregate,
             },
             EncodeRules {
                 body_encoding: self.body_encoding,

@@ -171,6 +171,11 @@ pub const OFFLOAD_SIZE_ATTRIBUTE: Variable =
     Variable::words::<SizeAttribute>("OFFLOAD_SIZE_ATTRIBUTE", SIZE_ATTRIBUTE);
 /// `OFFLOAD_FORCE_PATH_STYLE`.
 pub const OFFLOAD_FORCE_PATH_STYLE: Variable = Variable::flag("OFFLOAD_FORCE_PATH_STYLE", "false");
+/// `AGGREGATE`.
+pub const AGGREGATE: Variable = Variable::flag("AGGREGATE", "false");
+/// `AGGREGATE_BYTES`.
+pub const AGGREGATE_BYTES: Variable =
+    Variable::number("AGGREGATE_BYTES", "65536", MIN_U, MESSAGE_U, " bytes");
 /// `BODY_ENCODING`.
 pub const BODY_ENCODING: Variable = Variable::words::<BodyEncoding>("BODY_ENCODING", "auto");
 /// `ENCODING_ATTRIBUTE`.
@@ -226,6 +231,8 @@ pub const VARIABLES: &[Variable] = &[
     OFFLOAD_ALWAYS,
     OFFLOAD_SIZE_ATTRIBUTE,
     OFFLOAD_FORCE_PATH_STYLE,
+    AGGREGATE,
+    AGGREGATE_BYTES,
     BODY_ENCODING,
     ENCODING_ATTRIBUTE,
     FIFO_ORDER,

@@ -1,0 +1,31 @@
+//! Aggregation: several small records in one SQS message, and back.
+//!
+//! SQS bills a request per 64 KiB chunk, and a message per record costs one
+//! request per ten records however small they are. With `AGGREGATE=true` the
+//! forwarder packs records bound for the same queue, group and delay into
+//! one message of up to `AGGREGATE_BYTES` ([`crate::send`] does the packing;
+//! this module owns the format):
+//!
+//! * the message carries the attribute [`MARKER_ATTRIBUTE`]
+//!   (`sqs-forwarder.aggregate`, `String`, the format's [`VERSION`], `1`), so
+//!   a consumer tells an aggregate from a plain message;
+//! * its body is one JSON object, `{"v":1,"records":[...]}`, each record
+//!   `{"body":"...","attributes":{...},"deduplicationId":"..."}`: the body it
+//!   would have had as a message of its own (base64 and marked when the
+//!   encoding policy says so), its attributes in the shape Lambda's SQS
+//!   event gives `messageAttributes` (`dataType`, `stringValue`,
+//!   `binaryValue` in base64), and, on FIFO targets, its own deduplication
+//!   id; the last two only when the record has them.
+//!
+//! [`read::records`] is the consumer's side: an aggregate or a plain
+//! message in, its records out, each with an id (`<message id>:<index>`).
+//! `docs/aggregation.md` states the format and the rules of what is
+//! aggregated; `examples/consumer-python` reads it in Python.
+
+pub mod read;
+pub(crate) mod write;
+
+/// The attribute that marks an aggregate.
+pub const MARKER_ATTRIBUTE: &str = "sqs-forwarder.aggregate";
+/// The format's version: the marker's value and the body's `v`.
+pub const VERSION: &str = "1";

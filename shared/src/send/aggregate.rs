@@ -1,0 +1,304 @@
+//! Aggregation's packing (`AGGREGATE=true`): records bound for the same
+//! target, FIFO or fair-queue group and delay go out together, as one
+//! message in the format of [`crate::aggregate`], and each record gets its
+//! aggregate's outcome.
+//!
+//! [`Packer`] sits between the source and the run ([`super::run`]): it
+//! prepares each record as the run would ([`prepare`]: the same checks,
+//! the same body encoding, the same content faults, one record at a time),
+//! writes it into the open aggregate of its target, group and delay, and
+//! hands the run an aggregate when the next record would not fit, when the
+//! open aggregates hold too much, or when the source ends. The run then
+//! sends aggregates like any message: packing, retries, FIFO order, the
+//! deadline. What is not aggregated:
+//!
+//! * a record whose target does not aggregate;
+//! * a record that does not fit an aggregate on its own (it goes as a
+//!   message of its own, under the oversize policy), or that the offload
+//!   policy sends to S3 (`OFFLOAD_THRESHOLD_BYTES`, `OFFLOAD_ALWAYS`);
+//! * an aggregate that closes with one record: that record goes as it is,
+//!   a plain message.
+//!
+//! Order: a group's records keep their order, whether aggregated or not (a
+//! record sent on its own first closes its group's open aggregate).
+//! FIFO: an aggregate's deduplication id is a hash of its records' own
+//! ids, so the same records aggregated again (a retried invocation) are
+//! deduplicated by SQS; records without ids leave it to content-based
+//! deduplication.
+//!
+//! Memory: the open aggregates hold at most half the window's bytes and
+//! [`MAX_OPEN`] aggregates; past that the oldest is handed on.
+
+use std::collections::VecDeque;
+
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use super::outcome::{MessageOutcome, Summary};
+use super::run::{Item, Run};
+use super::{Forwarder, Routed, Tally, reserved_names};
+use crate::aggregate::write::{CLOSE, OPEN, record};
+use crate::aggregate::{MARKER_ATTRIBUTE, VERSION};
+use crate::call::transport::Transport;
+use crate::message::Attribute;
+use crate::message::encode::{Entry, prepare};
+use crate::message::limits::message_size;
+use crate::send::outcome::Outcome;
+
+/// Most aggregates open at once (one per target, group and delay).
+pub const MAX_OPEN: usize = 64;
+
+/// Run `items` through `targets` with aggregation where a target asks for
+/// it, and report each record's outcome: its aggregate's.
+pub(super) async fn forward<T, P, I, F>(
+    targets: &[Forwarder<T>],
+    items: I,
+    deadline: Option<Instant>,
+    mut report: F,
+) -> Tally
+where
+    T: Transport,
+    I: Iterator<Item = Routed<P>>,
+    F: FnMut(MessageOutcome<P>),
+{
+    let mut summary = Summary::default();
+    let mut records = 0usize;
+    let run = Run::new(targets, deadline, |o: MessageOutcome<Vec<P>>| {
+        for position in o.position {
+            records += 1;
+            summary.count(&o.outcome);
+            report(MessageOutcome {
+                position,
+                outcome: o.outcome.clone(),
+                attempts: o.attempts,
+            });
+        }
+    });
+    let inner = run.drive(Packer::new(targets, items)).await;
+    Tally {
+        messages: records,
+        summary,
+        peak_messages: inner.peak_messages,
+        peak_bytes: inner.peak_bytes,
+    }
+}
+
+/// One aggregate being filled.
+struct Open<P> {
+    target: usize,
+    group_id: Option<String>,
+    delay_seconds: Option<i32>,
+    /// The body so far, without its closing.
+    body: String,
+    positions: Vec<P>,
+    /// The first record, kept while it is the only one (then it goes as it
+    /// is).
+    first: Option<Entry>,
+    /// The records' deduplication ids so far; `None` once one has none.
+    ids: Option<Sha256>,
+    /// Most bytes of the body, closing included.
+    budget: usize,
+}
+
+/// The source's records, aggregated where their target says so.
+pub(super) struct Packer<'a, T, P, I> {
+    source: I,
+    targets: &'a [Forwarder<T>],
+    open: Vec<Open<P>>,
+    open_bytes: usize,
+    max_open_bytes: usize,
+    ready: VecDeque<Item<Vec<P>>>,
+    done: bool,
+}
+
+impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
+    pub(super) fn new(targets: &'a [Forwarder<T>], source: I) -> Self {
+        let window = targets.first().map(|f| f.settings.window.max_bytes);
+        Packer {
+            source,
+            targets,
+            open: Vec::new(),
+            open_bytes: 0,
+            max_open_bytes: window.unwrap_or(super::Window::DEFAULT_BYTES) / 2,
+            ready: VecDeque::new(),
+            done: false,
+        }
+    }
+
+    fn take(&mut self, routed: Routed<P>) {
+        let (target, message) = match routed {
+            Routed::Settled(p, outcome) => {
+                return self
+                    .ready
+                    .push_back(Item::Routed(Routed::Settled(vec![p], outcome)));
+            }
+            Routed::To(target, message) => (target, message),
+        };
+        let Some(fwd) = self.targets.get(target) else {
+            // The run reports an unknown target.
+            let message = message.map_position(|p| vec![p]);
+            return self
+                .ready
+                .push_back(Item::Routed(Routed::To(target, message)));
+        };
+        let Some(most) = fwd.settings.aggregate else {
+            let message = message.map_position(|p| vec![p]);
+            return self
+                .ready
+                .push_back(Item::Routed(Routed::To(target, message)));
+        };
+        let (position, prepared) = prepare(message, &fwd.rules);
+        let prepared = match prepared {
+            Ok(entry) if fwd.offloads() => reserved_names(entry),
+            other => other,
+        };
+        let entry = match prepared {
+            Ok(entry) => entry,
+            Err(failure) => {
+                let outcome = Outcome::Failed(failure);
+                return self
+                    .ready
+                    .push_back(Item::Routed(Routed::Settled(vec![position], outcome)));
+            }
+        };
+        let limit = fwd.settings.limits.largest_message();
+        // An aggregate never goes to S3: under offload it stays at or below
+        // the threshold.
+        let most = if fwd.offloads() {
+            most.min(fwd.settings.offload.threshold_for(limit))
+        } else {
+            most.min(limit)
+        };
+        let budget = most.saturating_sub(marker().size());
+        let mut written = String::new();
+        record(&mut written, &entry);
+        let alone = (fwd.offloads() && fwd.settings.offload.offloads(entry.size, limit))
+            || OPEN.len() + written.len() + CLOSE.len() > budget;
+        let at = self.open.iter().position(|o| {
+            o.target == target
+                && o.group_id == entry.group_id
+                && o.delay_seconds == entry.delay_seconds
+        });
+        let at = match at {
+            Some(i)
+                if alone || self.open[i].body.len() + 1 + written.len() + CLOSE.len() > budget =>
+            {
+                self.close(i);
+                None
+            }
+            other => other,
+        };
+        if alone {
+            return self
+                .ready
+                .push_back(Item::Prepared(target, vec![position], entry));
+        }
+        match at {
+            Some(i) => {
+                let open = &mut self.open[i];
+                open.body.push(',');
+                open.body.push_str(&written);
+                open.positions.push(position);
+                open.first = None;
+                match (&mut open.ids, &entry.deduplication_id) {
+                    (Some(h), Some(id)) => {
+                        h.update(id.as_bytes());
+                        h.update(b"\n");
+                    }
+                    (ids, _) => *ids = None,
+                }
+                self.open_bytes += 1 + written.len();
+            }
+            None => {
+                let mut body = String::with_capacity(budget.min(written.len() * 16 + OPEN.len()));
+                body.push_str(OPEN);
+                body.push_str(&written);
+                self.open_bytes += body.len();
+                let ids = entry.deduplication_id.as_ref().map(|id| {
+                    let mut h = Sha256::new();
+                    h.update(id.as_bytes());
+                    h.update(b"\n");
+                    h
+                });
+                self.open.push(Open {
+                    target,
+                    group_id: entry.group_id.clone(),
+                    delay_seconds: entry.delay_seconds,
+                    body,
+                    positions: vec![position],
+                    first: Some(entry),
+                    ids,
+                    budget,
+                });
+                while self.open.len() > MAX_OPEN
+                    || (self.open_bytes > self.max_open_bytes && self.open.len() > 1)
+                {
+                    self.close(0);
+                }
+            }
+        }
+    }
+
+    /// Hand on the open aggregate at `i`: as an aggregate, or as its one
+    /// record.
+    fn close(&mut self, i: usize) {
+        let open = self.open.remove(i);
+        self.open_bytes = self.open_bytes.saturating_sub(open.body.len());
+        let item = match open.first {
+            Some(first) => Item::Prepared(open.target, open.positions, first),
+            None => {
+                let mut body = open.body;
+                body.push_str(CLOSE);
+                debug_assert!(body.len() <= open.budget);
+                let attributes = vec![marker()];
+                let size = message_size(&body, &attributes);
+                let deduplication_id = open
+                    .ids
+                    .map(|h| crate::message::fifo_id::hashed("agg-", h.finalize()));
+                Item::Prepared(
+                    open.target,
+                    open.positions,
+                    Entry {
+                        body,
+                        attributes,
+                        group_id: open.group_id,
+                        deduplication_id,
+                        delay_seconds: open.delay_seconds,
+                        encoded: false,
+                        size,
+                    },
+                )
+            }
+        };
+        self.ready.push_back(item);
+    }
+}
+
+/// The attribute that marks an aggregate.
+fn marker() -> Attribute {
+    Attribute::string(MARKER_ATTRIBUTE, VERSION)
+}
+
+impl<T: Transport, P, I: Iterator<Item = Routed<P>>> Iterator for Packer<'_, T, P, I> {
+    type Item = Item<Vec<P>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Some(item);
+            }
+            if self.done {
+                return None;
+            }
+            match self.source.next() {
+                Some(routed) => self.take(routed),
+                None => {
+                    self.done = true;
+                    while !self.open.is_empty() {
+                        self.close(0);
+                    }
+                }
+            }
+        }
+    }
+}
