@@ -289,12 +289,12 @@ impl<T: Transport> Forwarder<T> {
         F: FnMut(MessageOutcome<P>),
     {
         let targets = std::slice::from_ref(self);
+        let messages = messages.into_iter().map(|m| Routed::To(0, m));
+        if self.settings.aggregate.is_some() {
+            return aggregate::forward(targets, messages, deadline, report).await;
+        }
         run::Run::new(targets, deadline, report)
-            .drive(
-                messages
-                    .into_iter()
-                    .map(|m| run::Item::Routed(Routed::To(0, m))),
-            )
+            .drive(messages.map(run::Item::Routed))
             .await
     }
 

@@ -421,3 +421,16 @@ proptest! {
         })?;
     }
 }
+
+#[tokio::test]
+async fn one_forwarder_aggregates_as_a_fan_out_does() {
+    let sqs = FakeSqs::new();
+    let fwd = standard(&sqs, 65_536);
+    let messages: Vec<Message<usize>> = (0..30).map(|i| Message::new(format!("r{i}"), i)).collect();
+    let outcomes = fwd.send_all(messages, None).await;
+    assert_eq!(outcomes.len(), 30);
+    assert!(outcomes.iter().all(|o| o.outcome.is_sent()));
+    let got = delivered(&sqs);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].1.len(), 30);
+}

@@ -336,3 +336,50 @@ fn size_attribute_names() {
     );
     assert_eq!(SizeAttribute::from_word("x"), None);
 }
+
+#[test]
+fn aggregation_settings() {
+    let c = config(&[("QUEUE_URL", URL)]).expect("valid");
+    assert_eq!(c.aggregate, None, "off by default");
+    let c = config(&[("QUEUE_URL", URL), ("AGGREGATE", "true")]).expect("valid");
+    assert_eq!(c.aggregate, Some(65_536));
+    let queue = crate::call::queue::QueueInfo {
+        url: URL.into(),
+        fifo: false,
+        max_message_bytes: Some(262_144),
+        content_based_deduplication: None,
+    };
+    assert_eq!(c.send_settings(&queue).0.aggregate, Some(65_536));
+    let c = config(&[
+        ("QUEUE_URL", URL),
+        ("AGGREGATE", "true"),
+        ("AGGREGATE_BYTES", "262144"),
+    ])
+    .expect("valid");
+    assert_eq!(c.aggregate, Some(262_144));
+    let refused = |vars: &[(&str, &str)]| config(vars).expect_err("refused").to_string();
+    assert_eq!(
+        refused(&[("QUEUE_URL", URL), ("AGGREGATE_BYTES", "2048")]),
+        "invalid configuration: AGGREGATE_BYTES=\"2048\": only with AGGREGATE=true"
+    );
+    assert!(
+        refused(&[
+            ("QUEUE_URL", URL),
+            ("AGGREGATE", "true"),
+            ("AGGREGATE_BYTES", "512")
+        ])
+        .contains("AGGREGATE_BYTES=\"512\": an integer from 1024 to 1048576")
+    );
+    assert!(refused(&[("QUEUE_URL", URL), ("AGGREGATE", "yes")]).contains("AGGREGATE=\"yes\""));
+    let with_always = refused(&[
+        ("QUEUE_URL", URL),
+        ("AGGREGATE", "true"),
+        ("OVERSIZE_POLICY", "offload"),
+        ("OFFLOAD_BUCKET", "payloads"),
+        ("OFFLOAD_ALWAYS", "true"),
+    ]);
+    assert!(
+        with_always.contains("AGGREGATE=\"true\"") && with_always.contains("OFFLOAD_ALWAYS=true"),
+        "{with_always}"
+    );
+}
