@@ -145,6 +145,13 @@ const CASES: &[Case] = &[
         &[("QUEUE_URL", URL)],
         "true",
     ),
+    ("AGGREGATE", "on", &[("QUEUE_URL", URL)], "true"),
+    (
+        "AGGREGATE_BYTES",
+        "64k",
+        &[("QUEUE_URL", URL), ("AGGREGATE", "true")],
+        "1024",
+    ),
     ("BODY_ENCODING", "hex", &[("QUEUE_URL", URL)], "auto"),
     (
         "ENCODING_ATTRIBUTE",
