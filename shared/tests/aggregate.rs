@@ -267,10 +267,13 @@ async fn fifo_aggregates_hold_one_group_keep_its_order_and_repeat_their_ids() {
                 r.body
             );
             let n: usize = r.body[3..].parse().expect("n");
-            assert_eq!(
-                r.deduplication_id.as_deref(),
-                Some(format!("seq-{n}").as_str())
-            );
+            // A record's own id: in the aggregate, or the plain message's.
+            let id = if is_aggregate(s) {
+                r.deduplication_id.as_deref()
+            } else {
+                s.deduplication_id.as_deref()
+            };
+            assert_eq!(id, Some(format!("seq-{n}").as_str()));
             by_group
                 .entry(group.clone())
                 .or_default()
@@ -433,4 +436,55 @@ async fn one_forwarder_aggregates_as_a_fan_out_does() {
     let got = delivered(&sqs);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].1.len(), 30);
+}
+
+#[tokio::test]
+async fn a_retry_from_a_later_record_makes_the_same_fifo_aggregates_past_its_first_cut() {
+    // A Kinesis retry starts at its checkpoint: the records before it are
+    // gone, the ones after it come again. Past the first cut, the retry's
+    // aggregates must be the first run's, ids and all, for SQS to drop them
+    // as duplicates.
+    let send = |from: usize| async move {
+        let sqs = FakeSqs::new();
+        let fanout = Fanout::new(fifo(&sqs, 65_536), Vec::new());
+        let items: Vec<Routed<usize>> = (from..2_000)
+            .map(|i| {
+                let m = Message::new(format!("r{i}"), i)
+                    .group_id("g")
+                    .deduplication_id(format!(
+                        "49590338271490256608559692538361571095921575989136{i:06}"
+                    ));
+                Routed::To(0, m)
+            })
+            .collect();
+        let outcomes = run(&fanout, items).await;
+        assert!(outcomes.values().all(Outcome::is_sent));
+        delivered(&sqs)
+            .into_iter()
+            .map(|(s, r)| {
+                (
+                    s.deduplication_id.clone(),
+                    r.into_iter().map(|r| r.body).collect::<Vec<_>>(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = send(0).await;
+    assert!(
+        first.len() > 10,
+        "cut into several aggregates: {}",
+        first.len()
+    );
+    assert!(
+        first.len() < 200,
+        "yet far fewer than records: {}",
+        first.len()
+    );
+    for from in [137, 1_001] {
+        let retry = send(from).await;
+        assert!(retry.len() > 2);
+        for message in &retry[1..] {
+            assert!(first.contains(message), "from {from}: {message:?} is new");
+        }
+    }
 }

@@ -24,7 +24,9 @@
 //! FIFO: an aggregate's deduplication id is a hash of its records' own
 //! ids, so the same records aggregated again (a retried invocation) are
 //! deduplicated by SQS; records without ids leave it to content-based
-//! deduplication.
+//! deduplication. Aggregates of records with ids also end where a record's
+//! id says ([`cuts_after`]), so that a retry starting from another record
+//! makes the same aggregates again after its first such cut.
 //!
 //! Memory: the open aggregates hold at most half the window's bytes and
 //! [`MAX_OPEN`] aggregates; past that the oldest is handed on.
@@ -193,7 +195,8 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
                 .ready
                 .push_back(Item::Prepared(target, vec![position], entry));
         }
-        match at {
+        let cut = entry.deduplication_id.as_deref().is_some_and(cuts_after);
+        let at = match at {
             Some(i) => {
                 let open = &mut self.open[i];
                 open.body.push(',');
@@ -208,6 +211,7 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
                     (ids, _) => *ids = None,
                 }
                 self.open_bytes += 1 + written.len();
+                i
             }
             None => {
                 let mut body = String::with_capacity(budget.min(written.len() * 16 + OPEN.len()));
@@ -235,7 +239,11 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
                 {
                     self.close(0);
                 }
+                self.open.len() - 1
             }
+        };
+        if cut {
+            self.close(at);
         }
     }
 
@@ -273,6 +281,25 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
         self.ready.push_back(item);
     }
 }
+
+/// Whether an aggregate ends after the record with this deduplication id:
+/// for about one record in [`CUT_EVERY`], chosen by the id alone (FNV-1a,
+/// a hash that never changes with the toolchain). Aggregates so cut are
+/// the same whichever record a retried batch starts from (a Kinesis retry
+/// from its checkpoint): past the first cut, the same records make the same
+/// aggregates with the same deduplication ids, which SQS deduplicates.
+fn cuts_after(id: &str) -> bool {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h % CUT_EVERY == 0
+}
+
+/// On average, records per aggregate at most when records carry
+/// deduplication ids (FIFO targets); see [`cuts_after`].
+pub const CUT_EVERY: u64 = 64;
 
 /// The attribute that marks an aggregate.
 fn marker() -> Attribute {
