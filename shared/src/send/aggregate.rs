@@ -294,7 +294,7 @@ fn cuts_after(id: &str) -> bool {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    h % CUT_EVERY == 0
+    h.is_multiple_of(CUT_EVERY)
 }
 
 /// On average, records per aggregate at most when records carry
