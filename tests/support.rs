@@ -5,6 +5,8 @@
 //! after starting the local SQS server. Without it the tests fail, saying so:
 //! an end-to-end test that quietly skips proves nothing.
 
+#[path = "support/aggregation.rs"]
+pub mod aggregation;
 #[path = "support/rabbitmq.rs"]
 pub mod rabbitmq;
 #[path = "support/routing.rs"]

@@ -1,0 +1,192 @@
+//! kinesis-to-sqs with aggregation: the checkpoint Lambda gets names the
+//! first record of a refused aggregate, and following it delivers every
+//! record.
+
+use std::collections::BTreeMap;
+
+use aws_sdk_sqs::types::QueueAttributeName;
+use base64::Engine as _;
+use forwarder_e2e::aggregation::{
+    Delivered, assert_aggregated, assert_python_agrees, config, copies, fifo_groups, read_all,
+};
+use forwarder_e2e::{client, connect, create_queue, drain};
+use kinesis_to_sqs::checkpoint::reported;
+use kinesis_to_sqs::event::KinesisEvent;
+use kinesis_to_sqs::records::attribute;
+use kinesis_to_sqs::{Handler, Settings};
+use serde_json::{Value, json};
+use sqs_forwarder::{Forwarder, GroupIds, Transport};
+
+const N: usize = 2_000;
+
+fn seq(i: usize) -> String {
+    format!("49590338271490256608559692538361571095921575989{i:09}")
+}
+
+fn body(i: usize) -> String {
+    format!("rec-{i:05}")
+}
+
+fn key(i: usize) -> &'static str {
+    ["a", "b", "c"][i % 3]
+}
+
+/// Records `from` .. `to`, partition keys cycling a, b, c.
+fn event(from: usize, to: usize) -> KinesisEvent {
+    let records: Vec<Value> = (from..to)
+        .map(|i| {
+            json!({
+                "kinesis": {
+                    "kinesisSchemaVersion": "1.0",
+                    "partitionKey": key(i),
+                    "sequenceNumber": seq(i),
+                    "data": base64::engine::general_purpose::STANDARD.encode(body(i)),
+                    "approximateArrivalTimestamp": 1_764_410_000.0
+                },
+                "eventSource": "aws:kinesis",
+                "eventVersion": "1.0",
+                "eventID": format!("shardId-000000000004:{}", seq(i)),
+                "eventName": "aws:kinesis:record",
+                "invokeIdentityArn": "arn:aws:iam::123456789012:role/r",
+                "awsRegion": "us-east-1",
+                "eventSourceARN": "arn:aws:kinesis:us-east-1:123456789012:stream/agg"
+            })
+        })
+        .collect();
+    serde_json::from_value(json!({ "Records": records })).expect("a Kinesis event")
+}
+
+fn index(body: &str) -> usize {
+    body.trim_start_matches("rec-")
+        .parse()
+        .expect("a record body")
+}
+
+/// Every record carries its partition key and sequence number.
+fn check_attributes(delivered: &[Delivered]) {
+    for r in delivered.iter().flat_map(|d| &d.records) {
+        let i = index(&r.body);
+        let pk = &r.attributes[attribute::PARTITION_KEY];
+        assert_eq!(pk.string_value.as_deref(), Some(key(i)), "{}", r.id);
+        let sn = &r.attributes[attribute::SEQUENCE_NUMBER];
+        assert_eq!(
+            sn.string_value.as_deref(),
+            Some(seq(i).as_str()),
+            "{}",
+            r.id
+        );
+    }
+}
+
+/// One delivery from `from`, as Lambda makes it; the records reported.
+async fn deliver<T: Transport + Clone>(fwd: &Forwarder<T>, from: usize) -> Vec<String> {
+    let response = Handler::new(Settings::default(), fwd.clone())
+        .handle(event(from, N), None)
+        .await
+        .expect("an answer");
+    reported(&response).iter().map(|s| s.to_string()).collect()
+}
+
+/// The records of the one aggregate SQS refused (or kept failing), holding
+/// the record `poison`; the whole call failed once.
+fn refused_span(fake: &sqs_forwarder::test_support::FakeSqs, poison: usize) -> Vec<usize> {
+    let (bodies, failed_calls) = crate::refused(fake);
+    assert_eq!(failed_calls, 1, "the whole call failed once");
+    let span: Vec<usize> = bodies.iter().map(|b| index(b)).collect();
+    assert!(span.len() > 1 && span.contains(&poison), "{span:?}");
+    span
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn standard_queue_faults_checkpoint_at_the_refused_aggregate() {
+    let sqs = client();
+    let url = create_queue(&sqs, "agg-kinesis", &[]).await;
+    let base = connect(&config(&url, &[]), GroupIds::FromSource).await;
+    let poison = format!("\"{}\"", body(1000));
+    let (fake, fwd, _) = crate::faulty(&base, Some(&poison), None);
+
+    let first = deliver(&fwd, 0).await;
+    let span = refused_span(&fake, 1000);
+    let (j, k) = (span[0], span[span.len() - 1]);
+    assert_eq!(span, (j..=k).collect::<Vec<_>>(), "one run of records");
+    // The refused aggregate's records, the lowest (the checkpoint) first.
+    assert_eq!(first, span.iter().map(|i| seq(*i)).collect::<Vec<_>>());
+    assert!(deliver(&fwd, j).await.is_empty(), "the redelivery is done");
+
+    let messages = drain(&sqs, &url, usize::MAX).await;
+    let delivered = read_all(&messages);
+    check_attributes(&delivered);
+    // Before the checkpoint once; the refused aggregate's records once (in
+    // the redelivery); those after it twice (Lambda resends from the
+    // checkpoint on).
+    let want: BTreeMap<String, usize> = (0..N)
+        .map(|i| (body(i), if i > k { 2 } else { 1 }))
+        .collect();
+    assert_eq!(copies(&delivered), want);
+    let records = want.values().sum();
+    assert_aggregated(&delivered, records, records / 50);
+    assert_python_agrees(&messages);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifo_queue_a_failing_aggregate_holds_its_group_and_order_is_kept() {
+    let sqs = client();
+    let url = create_queue(
+        &sqs,
+        "agg-kinesis.fifo",
+        &[(QueueAttributeName::ContentBasedDeduplication, "false")],
+    )
+    .await;
+    let base = connect(&config(&url, &[]), GroupIds::FromSource).await;
+    let poison = format!("\"{}\"", body(1000));
+    let (fake, fwd, failing) = crate::faulty(&base, None, Some(&poison));
+
+    let first = deliver(&fwd, 0).await;
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let span = refused_span(&fake, 1000);
+    assert!(span.iter().all(|i| key(*i) == "b"), "one group: {span:?}");
+    let j = span[0];
+    // The failed aggregate's records and every later one of group b (held
+    // behind them) are reported, the lowest first.
+    let want: Vec<String> = (j..N).filter(|i| key(*i) == "b").map(seq).collect();
+    assert_eq!(first, want);
+    assert!(deliver(&fwd, j).await.is_empty(), "the redelivery is done");
+
+    let messages = drain(&sqs, &url, usize::MAX).await;
+    let delivered = read_all(&messages);
+    check_attributes(&delivered);
+    assert_aggregated(
+        &delivered,
+        delivered.iter().map(|d| d.records.len()).sum(),
+        N / 25,
+    );
+    for (group, records) in fifo_groups(&delivered) {
+        for (b, dedup) in &records {
+            assert_eq!(key(index(b)), group, "an aggregate holds one group");
+            let own = format!("shardId-000000000004:{}", seq(index(b)));
+            assert_eq!(dedup, &own, "the record's own deduplication id");
+        }
+        // In order. Lambda resends the other groups' records from the
+        // checkpoint on: repacked from there, their aggregates get other
+        // deduplication ids than the first time, and SQS takes them again
+        // (until the packing realigns): a second copy of the group's
+        // records from j on, in order, each with the same per-record
+        // deduplication id (consumers deduplicating per record drop it).
+        // Without aggregation SQS would absorb every resend.
+        let order: Vec<usize> = records.iter().map(|(b, _)| index(b)).collect();
+        let mine: Vec<usize> = (0..N).filter(|i| key(*i) == group).collect();
+        let first_pass = &order[..order.len().min(mine.len())];
+        let rest = &order[first_pass.len()..];
+        if group == "b" {
+            assert_eq!(order, mine, "group b: each record once, in order");
+        } else {
+            assert_eq!(first_pass, &mine[..], "group {group} in order");
+            let again: Vec<usize> = mine.iter().copied().filter(|i| *i >= j).collect();
+            assert!(
+                again.starts_with(rest),
+                "group {group}: a second copy is the resent records, in order"
+            );
+        }
+    }
+    assert_python_agrees(&messages);
+}
