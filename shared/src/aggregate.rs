@@ -29,3 +29,22 @@ pub(crate) mod write;
 pub const MARKER_ATTRIBUTE: &str = "sqs-forwarder.aggregate";
 /// The format's version: the marker's value and the body's `v`.
 pub const VERSION: &str = "1";
+
+/// Whether an aggregate ends after the record with this deduplication id:
+/// for about one record in [`CUT_EVERY`], chosen by the id alone (FNV-1a,
+/// a hash that never changes with the toolchain). Aggregates so cut are
+/// the same whichever record a retried batch starts from (a Kinesis retry
+/// from its checkpoint): past the first cut, the same records make the same
+/// aggregates with the same deduplication ids, which SQS deduplicates.
+pub fn cuts_after(id: &str) -> bool {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h.is_multiple_of(CUT_EVERY)
+}
+
+/// On average, records per aggregate at most when records carry
+/// deduplication ids (FIFO targets); see [`cuts_after`].
+pub const CUT_EVERY: u64 = 64;

@@ -78,7 +78,9 @@ pub struct Record {
     pub body: String,
     /// Its attributes (the aggregate's own marker is not one of them).
     pub attributes: HashMap<String, ReceivedAttribute>,
-    /// Its own deduplication id (FIFO targets).
+    /// Its own deduplication id (FIFO targets), from the aggregate; `None`
+    /// for a plain message's record, whose id is the message's own
+    /// `MessageDeduplicationId` (a system attribute the caller has).
     pub deduplication_id: Option<String>,
 }
 

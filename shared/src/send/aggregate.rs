@@ -25,7 +25,7 @@
 //! ids, so the same records aggregated again (a retried invocation) are
 //! deduplicated by SQS; records without ids leave it to content-based
 //! deduplication. Aggregates of records with ids also end where a record's
-//! id says ([`cuts_after`]), so that a retry starting from another record
+//! id says ([`crate::aggregate::cuts_after`]), so that a retry starting from another record
 //! makes the same aggregates again after its first such cut.
 //!
 //! Memory: the open aggregates hold at most half the window's bytes and
@@ -40,7 +40,7 @@ use super::outcome::{MessageOutcome, Summary};
 use super::run::{Item, Run};
 use super::{Forwarder, Routed, Tally, reserved_names};
 use crate::aggregate::write::{CLOSE, OPEN, record};
-use crate::aggregate::{MARKER_ATTRIBUTE, VERSION};
+use crate::aggregate::{MARKER_ATTRIBUTE, VERSION, cuts_after};
 use crate::call::transport::Transport;
 use crate::message::Attribute;
 use crate::message::encode::{Entry, prepare};
@@ -281,25 +281,6 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
         self.ready.push_back(item);
     }
 }
-
-/// Whether an aggregate ends after the record with this deduplication id:
-/// for about one record in [`CUT_EVERY`], chosen by the id alone (FNV-1a,
-/// a hash that never changes with the toolchain). Aggregates so cut are
-/// the same whichever record a retried batch starts from (a Kinesis retry
-/// from its checkpoint): past the first cut, the same records make the same
-/// aggregates with the same deduplication ids, which SQS deduplicates.
-fn cuts_after(id: &str) -> bool {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h.is_multiple_of(CUT_EVERY)
-}
-
-/// On average, records per aggregate at most when records carry
-/// deduplication ids (FIFO targets); see [`cuts_after`].
-pub const CUT_EVERY: u64 = 64;
 
 /// The attribute that marks an aggregate.
 fn marker() -> Attribute {
