@@ -65,6 +65,13 @@ TARGETS = {"cold_start_ms": 20.0, "rss_mib": 48.0, "x_boto3": 20.0, "floor_ratio
 LARGE_MESSAGES = {"kinesis-80x55KB", "kinesis-mixed"}
 # The workloads of the Lambda-billed runs: one per function, each with boto3.
 BILLED = ["kinesis-10000x40B", "apigw-1000x1KB-ndjson", "s3-100-notifications", "rabbitmq-10000"]
+# The small-record workloads run again with AGGREGATE=true (the same binary, AGGREGATE_BYTES at its
+# default of 64 KiB): billed units against one message per record.
+AGGREGATED = ["kinesis-10000x40B", "kinesis-3000x1KB", "kinesis-kpl-600000", "apigw-1000x1KB-ndjson",
+              "s3-100-notifications", "s3-lines-100000", "rabbitmq-10000"]
+# The aggregation target's workloads and factor: at least 10× fewer SQS billed units.
+AGGREGATE_TARGETED = ("kinesis-10000x40B", "s3-lines-100000")
+AGGREGATE_UNITS_X = 10.0
 
 
 def log(*a):
@@ -236,14 +243,23 @@ def summarize(run, epochs, messages):
     out["bytes"] = last.get("bytes_sent", 0)
     out["units"] = last.get("billed_units", 0)
     out["max_call_bytes"] = last.get("max_call_bytes", 0)
-    out["msgs_per_s"] = out["entries"] / (out["warm_ms"] / 1000) if out["warm_ms"] else None
+    # With AGGREGATE=true some entries are aggregates: the stub reads them,
+    # and the records delivered are the plain entries plus the records
+    # inside the aggregates (without aggregation: the entries).
+    out["aggregates"] = last.get("aggregates", 0)
+    out["records"] = out["entries"] - out["aggregates"] + last.get("aggregated_records", 0)
+    if last.get("aggregates_malformed") and not out["problem"]:
+        out["problem"] = (f"{last['aggregates_malformed']} malformed aggregates: "
+                          f"{last.get('aggregate_problem')}")
+    out["msgs_per_s"] = out["records"] / (out["warm_ms"] / 1000) if out["warm_ms"] else None
     if out.get("cpu_ms") is not None and messages:
         out["cpu_us_per_msg"] = out["cpu_ms"] * 1000 / messages
     per_epoch = {(e.get("send_calls"), e.get("entries_sent")) for e in epochs[1:len(inv) + 1]}
     if len(per_epoch) > 1:
         out["note"] = f"invocations differ: {sorted(per_epoch)}"
-    if out["entries"] != messages and not out["problem"]:
-        out["problem"] = f"{out['entries']} of {messages} messages reached the stub"
+    if out["records"] != messages and not out["problem"]:
+        what = "records" if out["aggregates"] else "messages"
+        out["problem"] = f"{out['records']} of {messages} {what} reached the stub"
     return out
 
 
@@ -327,11 +343,13 @@ def environments(w, stub, stamp):
     return ours_env, base_env, before, rabbit
 
 
-def run_billed(w, args, bench, stub, stamp, work, memory):
+def run_billed(w, args, bench, stub, stamp, work, memory, ours_only=False):
     """Workload `w` as Lambda bills it: ours and the boto3 baseline under
     Lambda's CPU share for `memory` MB (a cgroup), every AWS call answered
     DELAY_MS after its request; then both floors on the entries ours sent,
-    with the same round trip."""
+    with the same round trip. Ours again with AGGREGATE=true when `w` is
+    one of the aggregation rows (`args.aggregate`). `ours_only`: no floors,
+    no boto3 (`--aggregate-only`)."""
     stamp = f"{stamp}-{memory}"
     envs = environments(w, stub, stamp)
     if envs is None:
@@ -365,10 +383,21 @@ def run_billed(w, args, bench, stub, stamp, work, memory):
         ours = summarize(run, stub.stats(), w["messages"])
         result["ours"] = ours
         n_inv = len(run.get("invocations", []))
-        if n_inv and not ours.get("problem"):
+        if n_inv and not ours.get("problem") and not ours_only:
             log("  floors with the same round trips")
             result["floor"] = http_floor(args, stub, n_inv, in_flight, w["messages"], rounds=2)
             result["sdk_floor"] = sdk_floor(args, stub, n_inv, in_flight, ours_env, w["messages"], rounds=2)
+        if w["name"] in args.aggregate.split(","):
+            # After the floors: they post the requests captured above.
+            stub.call("/__reset", post=True)
+            log(f"  {memory} MB, {DELAY_MS} ms round trips: sqs-forwarder ({fn}), AGGREGATE=true, "
+                f"1 cold + {args.billed_warm} warm")
+            run = harness(bench, stub, w["event"], 1 + args.billed_warm, dict(ours_env, AGGREGATE="true"),
+                          [binary], os.path.join(work, f"{w['name']}.{memory}.aggregated.log"),
+                          before.get("ours"), fn, memory_mb=memory, cap=True)
+            result["ours_aggregated"] = summarize(run, stub.stats(), w["messages"])
+        if ours_only:
+            return result
         stub.call("/__reset", post=True)
         log(f"  {memory} MB: boto3 baseline, 1 cold + {args.billed_warm_baseline} warm")
         run = harness(bench, stub, w["event"], 1 + args.billed_warm_baseline, base_env,
@@ -386,7 +415,9 @@ def run_billed(w, args, bench, stub, stamp, work, memory):
     return result
 
 
-def run_workload(w, args, bench, stub, stamp, work):
+def run_workload(w, args, bench, stub, stamp, work, only_ours=False):
+    """Ours on workload `w` (capturing its requests), then the floors, the
+    least work and the boto3 baseline; `only_ours`: ours alone."""
     envs = environments(w, stub, stamp)
     if envs is None:
         return {"skipped": "no RabbitMQ on 127.0.0.1:5672"}
@@ -415,6 +446,7 @@ def run_workload(w, args, bench, stub, stamp, work):
             sizes, how = input_order(epochs[n_inv].get("calls", []))
             ours["min_calls"], ours["min_how"] = in_order_minimum(sizes), how
             ours["min_units"] = in_order_min_units(sizes)
+        if n_inv and not only_ours:
             # 2. the floor: the last invocation's request bodies, posted again
             log(f"  floor: {args.floor_rounds} rounds")
             result["floor"] = http_floor(args, stub, n_inv, IN_FLIGHT, w["messages"], w.get("floor_rounds"))
@@ -425,6 +457,9 @@ def run_workload(w, args, bench, stub, stamp, work):
             result["sdk_floor"] = sdk_floor(args, stub, n_inv, IN_FLIGHT, ours_env, w["messages"],
                                             w.get("floor_rounds"))
         result["ours"] = ours
+        if only_ours:
+            stub.call("/__reset", post=True)
+            return result
         if w.get("baseline") is False:
             result["boto3"] = {"skipped": w.get("baseline_note", "not run on this workload")}
             stub.call("/__reset", post=True)
@@ -442,6 +477,45 @@ def run_workload(w, args, bench, stub, stamp, work):
             for who in ("ours", "boto3"):
                 delete_queue(rabbit, f"bench-{who}-{stamp}")
     return result
+
+
+def run_aggregated(w, args, bench, stub, stamp, work):
+    """Ours on workload `w` again, the same binary with AGGREGATE=true
+    (AGGREGATE_BYTES at its default): calls, billed units, peak RSS, CPU,
+    and the records delivered as the stub counts them (the plain messages
+    plus the records inside the aggregates it read), which must be the
+    workload's records in every invocation."""
+    stamp = f"{stamp}-agg"
+    envs = environments(w, stub, stamp)
+    if envs is None:
+        return {"skipped": "no RabbitMQ on 127.0.0.1:5672"}
+    ours_env, _, before, rabbit = envs
+    ours_env["AGGREGATE"] = "true"
+    fn = FUNCTION[w["source"]]
+    binary = os.path.join(args.target_dir, args.profile, fn)
+    warm = min(args.aggregate_warm, w.get("max_warm", args.aggregate_warm))
+    log_path = os.path.join(work, f"{w['name']}.aggregated.log")
+    try:
+        stub.call("/__reset", post=True)
+        log(f"  sqs-forwarder ({fn}), AGGREGATE=true: 1 cold + {warm} warm")
+        run = harness(bench, stub, w["event"], 1 + warm, ours_env, [binary], log_path, before.get("ours"), fn)
+        epochs = stub.stats()
+        out = summarize(run, epochs, w["messages"])
+        n_inv = len(run.get("invocations", []))
+        out["records_per_invocation"] = [e.get("entries_sent", 0) - e.get("aggregates", 0)
+                                         + e.get("aggregated_records", 0) for e in epochs[1:n_inv + 1]]
+        if not out.get("problem") and any(n != w["messages"] for n in out["records_per_invocation"]):
+            out["problem"] = (f"records delivered per invocation {out['records_per_invocation']}, "
+                              f"not {w['messages']} each")
+        if n_inv and not out.get("problem"):
+            out["problem"] = answer_problem(w["source"], run["invocations"][-1]["response_head"])
+        if not out.get("problem"):
+            out["problem"] = bytes_disagree(log_path, out.get("bytes"))
+        stub.call("/__reset", post=True)
+    finally:
+        if rabbit:
+            delete_queue(rabbit, f"bench-ours-{stamp}")
+    return {"ours": out}
 
 
 def floor_figures(proc, messages):
@@ -737,23 +811,127 @@ def billed_floor_table(billed, rows):
 def cost_table(billed):
     """Dollars per million records forwarded, ours against the boto3 Lambda
     and EventBridge Pipes."""
-    L = ["| workload | memory | arch | ours: Lambda + SQS = total | boto3 Lambda: Lambda + SQS = total "
-         "| EventBridge Pipes: Pipes + SQS = total |",
-         "|---|---:|---|---:|---:|---:|"]
+    L = ["| workload | memory | arch | ours: Lambda + SQS = total | ours, AGGREGATE=true: Lambda + SQS = total "
+         "| boto3 Lambda: Lambda + SQS = total | EventBridge Pipes: Pipes + SQS = total |",
+         "|---|---:|---|---:|---:|---:|---:|"]
     for w, m, r in billed_rows(billed):
         for arch in ("arm64", "x86_64"):
             o = cost_per_million(w, r["ours"], m, arch)
+            a = cost_per_million(w, r.get("ours_aggregated", {}), m, arch)
             b = cost_per_million(w, r.get("boto3", {}), m, arch)
             p = pipes_cost_per_million(w, r["ours"])
-
-            def money(c, part):
-                return f"${c[part]:.4f} + ${c['sqs']:.4f} = **${c['total']:.4f}**" if c else "–"
-            L.append(f"| {w['name']} | {m:,} MB | {arch} | {money(o, 'lambda')} | {money(b, 'lambda')} "
-                     f"| {money(p, 'pipes') if p else 'not a Pipes source'} |")
+            L.append(f"| {w['name']} | {m:,} MB | {arch} | {money(o, 'lambda')} | {money(a, 'lambda')} "
+                     f"| {money(b, 'lambda')} | {money(p, 'pipes') if p else 'not a Pipes source'} |")
     return L
 
 
-def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, routed=None):
+def money(c, part):
+    """One cost as `part + SQS = total` (dollars per million records)."""
+    return f"${c[part]:.4f} + ${c['sqs']:.4f} = **${c['total']:.4f}**" if c else "–"
+
+
+def aggregation_rows(rows, aggregated):
+    """(workload, one message per record, aggregated) for every workload
+    run both ways: ours' figures from the rows, the aggregated run's."""
+    plain = {w["name"]: r.get("ours", {}) for w, r, _ in rows}
+    return [(w, plain[w["name"]], r["ours"]) for w, r in aggregated
+            if "ours" in r and plain.get(w["name"], {}).get("units") and r["ours"].get("units")]
+
+
+def units_x(plain, agg):
+    """How many times fewer billed units the aggregated run paid."""
+    return plain["units"] / agg["units"]
+
+
+def aggregation_table(rows, aggregated):
+    """Aggregation's rows: calls, billed units, records delivered and peak
+    RSS, one message per record against AGGREGATE=true."""
+    L = ["| workload | records | calls: per record → aggregated | aggregates (records in them) "
+         "| billed units: per record → aggregated | fewer units | records delivered (stub) "
+         "| peak RSS: per record → aggregated | CPU/record: per record → aggregated |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for w, p, a in aggregation_rows(rows, aggregated):
+        inside = a["records"] - (a["entries"] - a["aggregates"])
+        L.append(f"| {w['name']} | {fmt(w['messages'])} | {fmt(p['calls'])} → {fmt(a['calls'])} "
+                 f"| {fmt(a['aggregates'])} ({fmt(inside)}) | {fmt(p['units'])} → {fmt(a['units'])} "
+                 f"| **{units_x(p, a):.1f}×** | {fmt(a['records'])} "
+                 f"| {fmt(p.get('rss_mib'), 1)} → {fmt(a.get('rss_mib'), 1)} MiB "
+                 f"| {fmt(p.get('cpu_us_per_msg'), 1)} → {fmt(a.get('cpu_us_per_msg'), 1)} µs |")
+    for w, r in aggregated:
+        if "skipped" in r:
+            L.append(f"| {w['name']} | {fmt(w['messages'])} | skipped: {r['skipped']} | | | | | | |")
+        elif r.get("ours", {}).get("problem"):
+            L.append(f"| {w['name']} | {fmt(w['messages'])} | not measured: {r['ours']['problem'][:160]} "
+                     f"| | | | | | |")
+    return L
+
+
+def aggregation_cost_table(rows, aggregated, billed):
+    """Aggregation's cost per million records: SQS billed units and their
+    dollars, one message per record against aggregated; with Lambda at
+    128 MB (arm64) where the workload ran as Lambda bills it; and
+    EventBridge Pipes for its sources (one message per record: Pipes does
+    not aggregate)."""
+    at128 = {w["name"]: r for w, m, r in billed_rows(billed) if m == 128}
+    sqs = PRICES["sqs_request"]
+    L = ["| workload | billed units per million records: per record → aggregated "
+         "| SQS $ per million records: per record → aggregated "
+         "| ours at 128 MB, arm64, Lambda + SQS: per record → aggregated "
+         "| EventBridge Pipes: Pipes + SQS = total | Pipes ÷ ours aggregated |",
+         "|---|---:|---:|---:|---:|---:|"]
+    for w, p, a in aggregation_rows(rows, aggregated):
+        per = 1e6 / w["messages"]
+        b = at128.get(w["name"], {})
+        lp = cost_per_million(w, b.get("ours", {}), 128, "arm64")
+        la = cost_per_million(w, b.get("ours_aggregated", {}), 128, "arm64")
+        both = (f"${lp['total']:.4f} → **${la['total']:.4f}**" if lp and la
+                else "not run as Lambda bills it")
+        pipes = pipes_cost_per_million(w, p)
+        ours_total = la["total"] if la else per * a["units"] * sqs
+        x_pipes = f"{pipes['total'] / ours_total:,.0f}×" if pipes else "–"
+        L.append(f"| {w['name']} | {fmt(per * p['units'])} → {fmt(per * a['units'])} "
+                 f"| ${per * p['units'] * sqs:.4f} → **${per * a['units'] * sqs:.4f}** | {both} "
+                 f"| {money(pipes, 'pipes') if pipes else 'not a Pipes source'} | {x_pipes} |")
+    return L
+
+
+def aggregation_section(rows, aggregated, billed):
+    """The aggregation part of the results: the two tables and what they mean."""
+    if not aggregated:
+        return []
+    return ["**Aggregation** (ours again with `AGGREGATE=true`, `AGGREGATE_BYTES` at its default of 65,536: "
+            "records bound for the same queue, group and delay packed into one message; the same binary, "
+            "events and stub; records delivered = plain messages + the records inside the aggregates, read "
+            "by the stub, in the last invocation (every invocation checked); peak RSS over the cold and warm "
+            "invocations; CPU: median of the warm invocations, uncapped)",
+            "", *aggregation_table(rows, aggregated), "",
+            "**Cost per million records with aggregation** (SQS: billed units (64 KiB chunks per call) at "
+            f"${PRICES['sqs_request'] * 1e6:.2f} per million; with Lambda: the runs as Lambda bills it at "
+            "128 MB (CPU capped, 10 ms answers), arm64 prices; EventBridge Pipes: $0.40 per million records "
+            "plus the SQS requests of one message per record, as in the cost table; \"Pipes ÷ ours\" against "
+            "ours aggregated, Lambda included where measured, SQS alone otherwise)",
+            "", *aggregation_cost_table(rows, aggregated, billed)]
+
+
+def aggregation_targets(rows, aggregated):
+    """The aggregation target, met or missed and by how much, with the
+    aggregated runs' peak RSS against the 48 MB bound."""
+    name = f"aggregation: ≥ {AGGREGATE_UNITS_X:g}× fewer billed units on kinesis 10000×40B and s3-lines-100000"
+    found = {w["name"]: (p, a) for w, p, a in aggregation_rows(rows, aggregated)}
+    if not all(n in found for n in AGGREGATE_TARGETED):
+        return [f"{name}: not measured"]
+    factors = [units_x(*found[n]) for n in AGGREGATE_TARGETED]
+    rss = [found[n][1].get("rss_mib") for n in AGGREGATE_TARGETED]
+    units_met = all(x >= AGGREGATE_UNITS_X for x in factors)
+    rss_met = all(m is not None and m * 1.048576 < TARGETS["rss_mib"] for m in rss)
+    bound = "under" if rss_met else "not all under"
+    return [f"{name}: {'met' if units_met and rss_met else 'missed'} (measured "
+            + " and ".join(f"{x:.1f}×" for x in factors)
+            + "; peak RSS aggregated " + " and ".join(f"{fmt(m, 1)} MiB" for m in rss)
+            + f", {bound} the {TARGETS['rss_mib']:g} MB bound)"]
+
+
+def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, routed=None, aggregated=()):
     L = []
     L.append(f"Run {started} on {mach['cpu']}, {mach['cores']} cores, {mach['memory']} "
              f"(Linux {mach['kernel']}; {mach['rustc']}; Python {mach['python']}, boto3 {mach['boto3']}; "
@@ -898,6 +1076,9 @@ def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, rou
                  f"${PRICES['lambda_gb_s']['x86_64']}, arm64 ${PRICES['lambda_gb_s']['arm64']})")
         L.append("")
         L.extend(cost_table(billed))
+    if aggregated:
+        L.append("")
+        L.extend(aggregation_section(rows, aggregated, billed))
     skipped = [(w["name"], m, r["skipped"]) for w, runs in billed for m, r in runs if "skipped" in r]
     if skipped:
         L.append("")
@@ -907,7 +1088,9 @@ def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, rou
     problems += [(w["name"], fl, r[fl]["problem"]) for w, r, _ in rows
                  for fl in ("floor", "sdk_floor", "least") if r.get(fl, {}).get("problem")]
     problems += [(f"{w['name']} at {m} MB", who, r[who]["problem"]) for w, m, r in billed_rows(billed)
-                 for who in ("ours", "boto3", "floor", "sdk_floor") if r.get(who, {}).get("problem")]
+                 for who in ("ours", "ours_aggregated", "boto3", "floor", "sdk_floor")
+                 if r.get(who, {}).get("problem")]
+    problems += aggregation_failures(aggregated)
     if problems:
         L.append("")
         L.append("**Problems in this run**")
@@ -925,13 +1108,13 @@ def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, rou
     L.append("")
     L.append("**Targets**")
     L.append("")
-    L.extend(f"- {t}" for t in targets(rows, colds, billed))
+    L.extend(f"- {t}" for t in targets(rows, colds, billed, aggregated))
     L.extend(f"- {t}" for t in init.targets(inits, colds))
     L.extend(f"- {t}" for t in routing.targets(routed))
     return "\n".join(L) + "\n"
 
 
-def targets(rows, colds, billed=()):
+def targets(rows, colds, billed=(), aggregated=()):
     """Each target, met or missed and by how much."""
     out = []
     done = [(w, r, d) for w, r, d in rows if "ours" in r]
@@ -968,6 +1151,8 @@ def targets(rows, colds, billed=()):
     rss = [(w, r) for w, r, d in done if r["ours"].get("rss_mib")]
     rss += [(dict(w, name=f"{w['name']} at {m} MB"), r) for w, m, r in billed_rows(billed)
             if r["ours"].get("rss_mib")]
+    rss += [(dict(w, name=f"{w['name']} aggregated"), r) for w, r in aggregated
+            if r.get("ours", {}).get("rss_mib")]
     m = [f"{w['name']} {r['ours']['rss_mib']:.1f} MiB" for w, r in rss
          if r["ours"]["rss_mib"] * 1.048576 >= TARGETS["rss_mib"]]
     out.append(verdict("peak RSS < 48 MB (45.8 MiB) on every workload", m, len(rss)))
@@ -1001,6 +1186,7 @@ def targets(rows, colds, billed=()):
         out.append(f"{name}: {state} ({slow:.1f} against {fast:.1f} µs: {slow / fast:.2f}×)")
     else:
         out.append(f"{name}: not measured")
+    out.extend(aggregation_targets(rows, aggregated))
     return out
 
 
@@ -1074,6 +1260,115 @@ def plot_billed(billed, path):
     fig.savefig(path, dpi=110)
 
 
+def aggregation_json(rows, aggregated):
+    """The aggregated runs for results.json: each with the plain run's
+    counts it is compared with."""
+    plain = {w["name"]: r.get("ours", {}) for w, r, _ in rows}
+    keys = ("calls", "entries", "units", "bytes", "rss_mib", "cpu_us_per_msg")
+    return [{"workload": w["name"], "messages": w["messages"], "result": r,
+             "plain": {k: plain.get(w["name"], {}).get(k) for k in keys}} for w, r in aggregated]
+
+
+def aggregation_failures(aggregated):
+    """The aggregated runs that failed: a problem, or no figures."""
+    out = [(w["name"], "ours aggregated", r["ours"]["problem"]) for w, r in aggregated
+           if r.get("ours", {}).get("problem")]
+    out += [(w["name"], "ours aggregated", "no figures") for w, r in aggregated
+            if "skipped" not in r and not r.get("ours", {}).get("units")]
+    return out
+
+
+def aggregate_only(args):
+    """`--aggregate-only`: the aggregation rows without the rest of the
+    benchmark. Each workload of `--aggregate` (and `--only`): ours one
+    message per record and with AGGREGATE=true, the same invocations each;
+    then, for the `--billed` ones, both as Lambda bills them (ours alone).
+    Writes aggregation.md and aggregation.json to `--out`."""
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    t0 = time.time()
+    stamp = str(int(time.time() * 1000))
+    work = os.path.join(ROOT, ".local", "bench", "smoke" if args.smoke else "full")
+    log(f"writing workloads to {work}")
+    wanted = [n for n in args.aggregate.split(",") if n]
+    ws = [w for w in workloads.write(work, smoke=args.smoke) if w["name"] in wanted]
+    if args.only:
+        ws = [w for w in ws if any(w["name"].startswith(p) for p in args.only.split(","))]
+    args.warm = args.aggregate_warm
+    if args.command == "bench/run.sh":  # the default: say which rows ran
+        args.command = "bench/run.sh --aggregate-only" + (f" --only {args.only}" if args.only else "")
+    bench = os.path.join(args.target_dir, args.tools_profile, "bench")
+    mach = machine()
+    mach["nice"] = raise_priority()
+    stub = Stub(bench, [w["object"] for w in ws if "object" in w])
+    rows, aggregated, billed = [], [], []
+    billed_names = [n for n in args.billed.split(",") if n]
+    memories = (1769,) if args.smoke else MEMORIES
+    try:
+        for w in ws:
+            log(f"{w['name']}: {w['messages']} messages, event {w['event_bytes']:,} bytes")
+            r = run_workload(w, args, bench, stub, stamp, work, only_ours=True)
+            rows.append((w, r, derive(w, r)))
+            aggregated.append((w, run_aggregated(w, args, bench, stub, stamp, work)))
+        for w in ws:
+            if w["name"] not in billed_names or (args.smoke and w["name"] != "kinesis-10000x40B"):
+                continue
+            log(f"{w['name']} as Lambda bills it ({', '.join(f'{m} MB' for m in memories)}), ours alone")
+            billed.append((w, [(m, run_billed(w, args, bench, stub, stamp, work, m, ours_only=True))
+                               for m in memories]))
+    finally:
+        stub.stop()
+    minutes = round((time.time() - t0) / 60, 1)
+    L = [f"Run {started} on {mach['cpu']}, {mach['cores']} cores (Linux {mach['kernel']}; {mach['rustc']}; "
+         f"load average {mach['load']} at the start, "
+         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end; {minutes} min; nice {mach['nice']}). "
+         f"Command: `{args.command}`. Ours alone: 1 cold + {args.aggregate_warm} warm invocations each way "
+         f"({args.profile} build).", ""]
+    L.extend(aggregation_section(rows, aggregated, billed))
+    if billed_rows(billed):
+        L += ["", f"**As Lambda bills it** (CPU capped at the memory's share, {DELAY_MS} ms answers, billed = "
+              f"median warm invocation rounded up to the ms; ours alone: no boto3, no floors)", ""]
+        L += ["| workload | memory | billed: per record → aggregated | billed units: per record → aggregated "
+              "| peak RSS: per record → aggregated |", "|---|---:|---:|---:|---:|"]
+        for w, m, r in billed_rows(billed):
+            o, a = r["ours"], r.get("ours_aggregated", {})
+            L.append(f"| {w['name']} | {m:,} MB | {fmt(billed_ms(o))} → {fmt(billed_ms(a))} ms "
+                     f"| {fmt(o.get('units'))} → {fmt(a.get('units'))} "
+                     f"| {fmt(o.get('rss_mib'), 1)} → {fmt(a.get('rss_mib'), 1)} MiB |")
+        L += ["", "**Cost per million records forwarded** (as in the full run's cost table; boto3 not run; "
+              f"prices: {PRICES['as_of']})", ""]
+        L.extend(cost_table(billed))
+    L += ["", "**Targets**", ""]
+    L += [f"- {t}" for t in aggregation_targets(rows, aggregated)]
+    rss = [(f"{w['name']} aggregated", r["ours"]["rss_mib"]) for w, r in aggregated
+           if r.get("ours", {}).get("rss_mib")]
+    over = [f"{n} {m:.1f} MiB" for n, m in rss if m * 1.048576 >= TARGETS["rss_mib"]]
+    L.append(f"- peak RSS < 48 MB (45.8 MiB) on every aggregated run: "
+             + ("not measured" if not rss else f"missed on {len(over)} of {len(rss)}: " + "; ".join(over)
+                if over else f"met on all {len(rss)} (largest {max(m for _, m in rss):.1f} MiB)"))
+    text = "\n".join(L) + "\n"
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "aggregation.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(args.out, "aggregation.json"), "w", encoding="utf-8") as f:
+        json.dump({"started": started, "machine": mach, "minutes": minutes, "command": args.command,
+                   "aggregated": aggregation_json(rows, aggregated),
+                   "billed": [{"workload": w["name"], "memory_mb": m, "result": r,
+                               "billed_ms": {who: billed_ms(r.get(who, {})) for who in ("ours", "ours_aggregated")}}
+                              for w, runs in billed for m, r in runs],
+                   "prices": PRICES}, f, indent=1)
+    print(text)
+    failed = [(w["name"], "ours", r["ours"]["problem"]) for w, r, _ in rows if r.get("ours", {}).get("problem")]
+    failed += aggregation_failures(aggregated)
+    failed += [(f"{w['name']} at {m} MB", who, r[who]["problem"]) for w, m, r in billed_rows(billed)
+               for who in ("ours", "ours_aggregated") if r.get(who, {}).get("problem")]
+    for f in failed:
+        log("problem: %s, %s: %s" % f)
+    ran = sum(1 for _, r in aggregated if "skipped" not in r)
+    bad = len({f[0] for f in failed})
+    print(f"bench: {ran - bad} passed, {bad} failed")
+    sys.exit(1 if failed else 0)
+
+
 def raise_priority():
     """The benchmark's own processes (stub, harness, functions, floors) before
     the machine's other work, when allowed (root): on a shared machine a
@@ -1109,6 +1404,15 @@ def main():
                     help="an extra environment variable for our functions (shown in the results)")
     ap.add_argument("--billed-warm", type=int, default=2)
     ap.add_argument("--billed-warm-baseline", type=int, default=1)
+    ap.add_argument("--aggregate", default=",".join(AGGREGATED),
+                    help="workloads run again with AGGREGATE=true (and, of the --billed ones, as Lambda bills "
+                         "them), comma-separated names; empty for none")
+    ap.add_argument("--aggregate-warm", type=int, default=2, help="warm invocations of the aggregated runs")
+    ap.add_argument("--aggregate-only", action="store_true",
+                    help="only the aggregation rows: each --aggregate workload (--only applies too) one message "
+                         "per record and with AGGREGATE=true, ours alone (no floors, boto3, cold starts), and "
+                         "as Lambda bills it for the --billed ones; writes aggregation.md and aggregation.json "
+                         "to --out, not results.md")
     args = ap.parse_args()
     FN_ENV.update(kv.split("=", 1) for kv in args.fn_env)
     if args.smoke:
@@ -1116,7 +1420,9 @@ def main():
         # The Lambda-billed path at 1,769 MB only, on the smallest Kinesis run:
         # it checks that the path works, fast (128 MB would make boto3's
         # import alone take seconds).
-        args.billed_warm, args.billed_warm_baseline = 1, 0
+        args.billed_warm, args.billed_warm_baseline, args.aggregate_warm = 1, 0, 1
+    if args.aggregate_only:
+        return aggregate_only(args)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     t0 = time.time()
     stamp = str(int(time.time() * 1000))
@@ -1140,6 +1446,11 @@ def main():
         log(f"init under the 128 MB cap, {init.DELAY_MS} ms answers: each function {args.init_starts} times")
         inits = (init.measure(harness, FUNCTIONS, bench, stub, args, ws[0]["event"], work)
                  if ws and args.init_starts else {})
+        aggregated = []
+        for w in ws:
+            if w["name"] in args.aggregate.split(","):
+                log(f"{w['name']} with AGGREGATE=true")
+                aggregated.append((w, run_aggregated(w, args, bench, stub, stamp, work)))
         routed = None
         for w in ws:
             if w["name"] == routing.WORKLOAD:
@@ -1160,13 +1471,14 @@ def main():
     mach["load_end"] = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     mach["minutes"] = round((time.time() - t0) / 60, 1)
     binaries = sizes(args)
-    text = table(rows, binaries, colds, mach, args, started, billed, inits, routed)
+    text = table(rows, binaries, colds, mach, args, started, billed, inits, routed, aggregated)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.md"), "w", encoding="utf-8") as f:
         f.write(text)
     with open(os.path.join(args.out, "results.json"), "w", encoding="utf-8") as f:
         json.dump({"started": started, "machine": mach, "binaries": binaries, "cold_starts": colds, "init": inits,
                    "routing": routed,
+                   "aggregated": aggregation_json(rows, aggregated),
                    "workloads": [{"workload": {k: v for k, v in w.items() if k not in ("event", "object")},
                                   "result": r, "derived": d} for w, r, d in rows],
                    "billed": [{"workload": w["name"], "memory_mb": m, "result": r,
@@ -1211,7 +1523,8 @@ def main():
                for w, r, _ in rows
                if r.get("sdk_floor", {}).get("problem") or r.get("sdk_floor", {}).get("non_200")]
     failed += [(f"{w['name']} at {m} MB", who, r[who]["problem"]) for w, m, r in billed_rows(billed)
-               for who in ("ours_instant", "ours", "boto3") if r.get(who, {}).get("problem")]
+               for who in ("ours_instant", "ours", "ours_aggregated", "boto3") if r.get(who, {}).get("problem")]
+    failed += aggregation_failures(aggregated)
     # A start that failed under the cap; no cgroup to cap with (no root) is
     # not a failure, the figure is then "not measured".
     failed += [("init at 128 MB", fn, f["problem"]) for fn, f in (inits or {}).get("functions", {}).items()

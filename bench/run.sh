@@ -8,6 +8,7 @@
 #   bench/run.sh                 # the full run (several minutes)
 #   bench/run.sh --smoke         # tiny workloads, debug builds, no plot (CI)
 #   bench/run.sh --only kinesis  # some workloads; other options: bench/run.py --help
+#   bench/run.sh --aggregate-only  # only the aggregation rows (AGGREGATE=true against one message per record)
 #
 # Environment: BENCH_ARM64=0 skips the arm64 build (cargo-lambda + zig, slow).
 # Installs what it needs: boto3, pika (and matplotlib, cargo-lambda for the
@@ -18,7 +19,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 smoke=no
-for a in "$@"; do [ "$a" = --smoke ] && smoke=yes; done
+aggregate_only=no
+for a in "$@"; do
+  [ "$a" = --smoke ] && smoke=yes
+  [ "$a" = --aggregate-only ] && aggregate_only=yes
+done
 functions=(-p kinesis-to-sqs -p s3-to-sqs -p apigw-to-sqs -p rabbitmq-to-sqs)
 venv=.local/venv
 pip_quiet=(--quiet --disable-pip-version-check)
@@ -33,12 +38,17 @@ if [ "$smoke" = yes ]; then
   cargo build --quiet -p bench -p bench-sdk-floor "${functions[@]}"
   extra+=(--profile debug --tools-profile debug --out .local/bench/smoke-results --command "bench/run.sh --smoke")
 else
-  "$venv/bin/python" -c "import matplotlib" 2>/dev/null ||
-    "$venv/bin/pip" install "${pip_quiet[@]}" 'matplotlib==3.*' >&2
   echo "bench: building (release)..." >&2
-  cargo build --quiet --release -p bench-sdk-floor "${functions[@]}"  # the SDK floor: the functions' profile
+  if [ "$aggregate_only" = yes ]; then
+    # The aggregation rows: the functions and the tools, no floors, no plot, no arm64 sizes.
+    cargo build --quiet --release "${functions[@]}"
+  else
+    "$venv/bin/python" -c "import matplotlib" 2>/dev/null ||
+      "$venv/bin/pip" install "${pip_quiet[@]}" 'matplotlib==3.*' >&2
+    cargo build --quiet --release -p bench-sdk-floor "${functions[@]}"  # the SDK floor: the functions' profile
+  fi
   cargo build --quiet --profile bench-tools -p bench  # the tools: opt-level 3
-  if [ "${BENCH_ARM64:-1}" != 0 ]; then
+  if [ "${BENCH_ARM64:-1}" != 0 ] && [ "$aggregate_only" = no ]; then
     tools=.local/tools
     if [ ! -x "$tools/bin/cargo-lambda" ]; then
       [ -x "$tools/bin/python" ] || python3 -m venv "$tools"

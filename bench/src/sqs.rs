@@ -210,6 +210,45 @@ pub fn check_batch(
         .collect())
 }
 
+/// The attribute that marks an sqs-forwarder aggregate (`AGGREGATE=true`),
+/// and the one format version the stub reads.
+pub const AGGREGATE_MARKER: &str = "sqs-forwarder.aggregate";
+
+/// The records inside an entry, when it is an sqs-forwarder aggregate
+/// (the marker attribute present): `Some(Ok(n))` for a well-formed
+/// aggregate (marker `1`, body `{"v":1,"records":[...]}`, each record an
+/// object with a string `body`), `Some(Err(why))` for a malformed one,
+/// `None` for a plain message (one record).
+pub fn aggregate_records(e: &BatchEntry) -> Option<Result<usize, String>> {
+    let marker = e.message_attributes.get(AGGREGATE_MARKER)?;
+    if marker.data_type != "String" || marker.string_value.as_deref() != Some("1") {
+        return Some(Err(format!(
+            "marker {:?} {:?}, not String \"1\"",
+            marker.data_type, marker.string_value
+        )));
+    }
+    #[derive(Deserialize)]
+    struct Body {
+        v: u32,
+        records: Vec<serde_json::Map<String, serde_json::Value>>,
+    }
+    let body: Body = match serde_json::from_str(&e.message_body) {
+        Ok(b) => b,
+        Err(err) => return Some(Err(format!("body: {err}"))),
+    };
+    if body.v != 1 {
+        return Some(Err(format!("body: v {}, not 1", body.v)));
+    }
+    if let Some(i) = body
+        .records
+        .iter()
+        .position(|r| !r.get("body").is_some_and(serde_json::Value::is_string))
+    {
+        return Some(Err(format!("record {i}: no string body")));
+    }
+    Some(Ok(body.records.len()))
+}
+
 /// Billed request units of one call carrying `bytes` of messages.
 pub fn billed_units(bytes: usize) -> usize {
     bytes.div_ceil(BILLING_CHUNK).max(1)
@@ -332,6 +371,30 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn aggregates_are_told_apart_and_their_records_counted() {
+        let marker = ("sqs-forwarder.aggregate", "String", "1");
+        let body = r#"{"v":1,"records":[{"body":"a"},{"body":"b","attributes":{"k":{"dataType":"String","stringValue":"v"}}},{"body":"c","deduplicationId":"x"}]}"#;
+        let req = request(vec![
+            entry("0", body, &[marker]),
+            entry("1", "plain", &[]),
+            entry("2", "not json", &[marker]),
+            entry("3", r#"{"v":2,"records":[]}"#, &[marker]),
+            entry("4", r#"{"v":1,"records":[{"nobody":1}]}"#, &[marker]),
+            entry(
+                "5",
+                r#"{"v":1,"records":[]}"#,
+                &[("sqs-forwarder.aggregate", "String", "2")],
+            ),
+        ]);
+        let found: Vec<_> = req.entries.iter().map(aggregate_records).collect();
+        assert_eq!(found[0], Some(Ok(3)));
+        assert_eq!(found[1], None);
+        for (i, f) in found.iter().enumerate().skip(2) {
+            assert!(matches!(f, Some(Err(_))), "entry {i}: {f:?}");
+        }
     }
 
     #[test]

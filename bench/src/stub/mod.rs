@@ -18,6 +18,9 @@
 //! * `POST /__epoch`: start a new epoch, answer its number;
 //! * `GET /__stats[?detail=1]`: every epoch's counters as JSON (with `detail`,
 //!   each accepted call's entries as `[id, size]` pairs, in arrival order);
+//!   accepted entries that are sqs-forwarder aggregates (`AGGREGATE=true`)
+//!   are read and their records counted (`aggregates`, `aggregated_records`,
+//!   `aggregates_malformed`);
 //! * `GET /__captured?epoch=N`: with `--capture`, the raw `SendMessageBatch`
 //!   request bodies of epoch N, for the floor client (`u32` length + target,
 //!   `u32` length + body, repeated; lengths little-endian);
@@ -95,6 +98,18 @@ pub struct Epoch {
     pub max_call_bytes: u64,
     /// Bytes of HTTP request bodies received for `SendMessageBatch`.
     pub http_request_bytes: u64,
+    /// Accepted entries that are sqs-forwarder aggregates (the
+    /// `sqs-forwarder.aggregate` attribute, `AGGREGATE=true`).
+    pub aggregates: u64,
+    /// Records inside the accepted aggregates: with the entries that are
+    /// not aggregates, the records delivered.
+    pub aggregated_records: u64,
+    /// Accepted entries marked as aggregates whose body is not the format
+    /// (any is a bug in the forwarder); the first one's fault in `aggregate_problem`.
+    pub aggregates_malformed: u64,
+    /// What was wrong with the first malformed aggregate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate_problem: Option<String>,
     /// Other calls, by name (`GetQueueAttributes`, `GetObject`, ...).
     pub other_calls: BTreeMap<String, u64>,
     /// Per accepted call, its accepted entries as `(id, size)`.

@@ -134,6 +134,8 @@ fn send_message_batch(
 ) -> Reply {
     let max_message_bytes = lock(state).config.max_message_bytes;
     let checked = sqs::check_batch(req, max_message_bytes);
+    // Aggregates read outside the lock: their records are what is delivered.
+    let aggregates: Vec<_> = req.entries.iter().map(sqs::aggregate_records).collect();
     let mut guard = lock(state);
     let st = &mut *guard;
     let first_id = st.message_ids;
@@ -207,6 +209,19 @@ fn send_message_batch(
                 };
                 call_bytes += size;
                 detail.push((e.id.clone(), *size as u32));
+                match &aggregates[i] {
+                    None => {}
+                    Some(Ok(records)) => {
+                        epoch.aggregates += 1;
+                        epoch.aggregated_records += *records as u64;
+                    }
+                    Some(Err(why)) => {
+                        epoch.aggregates_malformed += 1;
+                        epoch
+                            .aggregate_problem
+                            .get_or_insert_with(|| format!("entry {}: {why}", e.id));
+                    }
+                }
                 let mut ok = serde_json::json!({
                     "Id": e.id,
                     "MessageId": message_id,
