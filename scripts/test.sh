@@ -33,6 +33,11 @@ echo "== cargo test (local SQS at $endpoint)"
 cargo test --workspace 2>&1 | tee .local/test.log
 echo "== the fault tests again through aws-sdk-sqs (SQS_CLIENT=sdk)"
 SQS_CLIENT=sdk cargo test -p sqs-forwarder --test faults 2>&1 | tee -a .local/test.log
+echo "== the Python consumer's tests (examples/consumer-python: reading aggregates, standard library only)"
+python3 -m unittest discover -s examples/consumer-python 2>&1 | tee .local/python.log
+awk '/^Ran [0-9]+ tests?/ { n = $2 } /^FAILED/ { bad = 1 }
+     END { if (bad || !n) { print "python: 0 passed, 1 failed" } else { printf "python: %d passed, 0 failed\n", n } }' \
+  .local/python.log | tee -a .local/python.log
 disk "before cargo-lambda"
 echo "== the README's cargo-lambda commands (scripts/readme-cargo-lambda.sh)"
 scripts/readme-cargo-lambda.sh 2>&1 | tee .local/cargo-lambda.log
@@ -52,7 +57,9 @@ awk '/^test result:/ { p += $4; f += $6; i += $8 }
      /^bench: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      /^soak: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      /^cargo-lambda: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
+     /^python: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      /^deploy-build: [0-9]+ passed, [0-9]+ failed$/ { p += $2; f += $4 }
      /^deploy-build: skipped/ { i += 1 }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, i }' .local/test.log .local/template.log \
-  .local/bench-smoke.log .local/soak-smoke.log .local/cargo-lambda.log .local/deploy-build.log
+  .local/bench-smoke.log .local/soak-smoke.log .local/cargo-lambda.log .local/deploy-build.log \
+  .local/python.log
