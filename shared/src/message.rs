@@ -9,6 +9,7 @@
 pub(crate) mod byte_scan;
 pub mod encode;
 pub mod fifo_id;
+pub(crate) mod json;
 pub mod limits;
 
 use std::borrow::Cow;

@@ -1,81 +1,37 @@
 //! One record of an aggregate, written as the format says
-//! ([`super`]): its body, attributes and deduplication id as JSON.
+//! ([`super`]): its body, attributes and deduplication id as JSON, in the
+//! writer the direct client's request body uses ([`crate::message::json`]).
 
-use std::fmt::Write as _;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
-
-use crate::message::AttributeValue;
 use crate::message::encode::Entry;
+use crate::message::json::{self, EVENT_KEYS};
 
 /// What an aggregate's body starts with.
 pub(crate) const OPEN: &str = "{\"v\":1,\"records\":[";
 /// What it ends with.
 pub(crate) const CLOSE: &str = "]}";
 
-/// Append `entry` as one record of an aggregate to `out`.
-pub(crate) fn record(out: &mut String, entry: &Entry) {
-    out.push_str("{\"body\":");
-    string(out, &entry.body);
+/// Append `entry` as one record of an aggregate to `out`. Control
+/// characters are escaped, so the record is text SQS accepts whenever the
+/// entry's body and attributes are (an entry's always are).
+pub(crate) fn record(out: &mut Vec<u8>, entry: &Entry) -> Result<(), String> {
+    out.extend_from_slice(b"{\"body\":");
+    json::string(out, &entry.body)?;
     if !entry.attributes.is_empty() {
-        out.push_str(",\"attributes\":{");
+        out.extend_from_slice(b",\"attributes\":{");
         for (i, a) in entry.attributes.iter().enumerate() {
             if i > 0 {
-                out.push(',');
+                out.push(b',');
             }
-            string(out, &a.name);
-            out.push_str(":{\"dataType\":");
-            string(out, &a.data_type);
-            match &a.value {
-                AttributeValue::String(s) | AttributeValue::Number(s) => {
-                    out.push_str(",\"stringValue\":");
-                    string(out, s);
-                }
-                AttributeValue::Binary(b) => {
-                    out.push_str(",\"binaryValue\":\"");
-                    BASE64.encode_string(b, out);
-                    out.push('"');
-                }
-            }
-            out.push('}');
+            json::attribute(out, a, &EVENT_KEYS)?;
         }
-        out.push('}');
+        out.push(b'}');
     }
     if let Some(id) = &entry.deduplication_id {
-        out.push_str(",\"deduplicationId\":");
-        string(out, id);
+        out.extend_from_slice(b",\"deduplicationId\":");
+        json::string(out, id)?;
     }
-    out.push('}');
-}
-
-/// `s` as a JSON string. Control characters are escaped, so the result is
-/// text SQS accepts whenever `s` is (an entry's body and attributes are).
-fn string(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push('"');
-    let mut plain = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&s[plain..i]);
-        if escape.is_empty() {
-            // Cannot fail: writing to a String.
-            let _ = write!(out, "\\u{b:04x}");
-        } else {
-            out.push_str(escape);
-        }
-        plain = i + 1;
-    }
-    out.push_str(&s[plain..]);
-    out.push('"');
+    out.push(b'}');
+    Ok(())
 }
 
 #[cfg(test)]
@@ -95,9 +51,14 @@ mod tests {
         }
     }
 
+    fn written(e: &Entry) -> String {
+        let mut out = Vec::new();
+        record(&mut out, e).expect("written");
+        String::from_utf8(out).expect("UTF-8")
+    }
+
     #[test]
     fn a_record_reads_back_as_json_with_every_part() {
-        let mut out = String::new();
         let e = entry(
             "say \"hi\"\\\n\t\u{1}é𝄞",
             vec![
@@ -107,7 +68,7 @@ mod tests {
             ],
             Some("d-1"),
         );
-        record(&mut out, &e);
+        let out = written(&e);
         let v: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
         assert_eq!(v["body"], "say \"hi\"\\\n\t\u{1}é𝄞");
         assert_eq!(v["attributes"]["a"]["dataType"], "String");
@@ -122,8 +83,7 @@ mod tests {
 
     #[test]
     fn a_bare_record_has_only_its_body() {
-        let mut out = String::new();
-        record(&mut out, &entry("{\"k\":1}", Vec::new(), None));
+        let out = written(&entry("{\"k\":1}", Vec::new(), None));
         assert_eq!(out, r#"{"body":"{\"k\":1}"}"#);
     }
 }

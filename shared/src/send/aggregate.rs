@@ -45,7 +45,8 @@ use crate::call::transport::Transport;
 use crate::message::Attribute;
 use crate::message::encode::{Entry, prepare};
 use crate::message::limits::message_size;
-use crate::send::outcome::Outcome;
+use crate::send::codes;
+use crate::send::outcome::{Failure, Outcome};
 
 /// Most aggregates open at once (one per target, group and delay).
 pub const MAX_OPEN: usize = 64;
@@ -91,7 +92,7 @@ struct Open<P> {
     group_id: Option<String>,
     delay_seconds: Option<i32>,
     /// The body so far, without its closing.
-    body: String,
+    body: Vec<u8>,
     positions: Vec<P>,
     /// The first record, kept while it is the only one (then it goes as it
     /// is).
@@ -111,6 +112,8 @@ pub(super) struct Packer<'a, T, P, I> {
     max_open_bytes: usize,
     ready: VecDeque<Item<Vec<P>>>,
     done: bool,
+    /// The record being written, kept across records.
+    scratch: Vec<u8>,
 }
 
 impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
@@ -124,6 +127,7 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
             max_open_bytes: window.unwrap_or(super::Window::DEFAULT_BYTES) / 2,
             ready: VecDeque::new(),
             done: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -171,10 +175,13 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
         } else {
             most.min(limit)
         };
-        let budget = most.saturating_sub(marker().size());
-        let mut written = String::new();
-        record(&mut written, &entry);
-        let alone = (fwd.offloads() && fwd.settings.offload.offloads(entry.size, limit))
+        let budget = most.saturating_sub(MARKER_SIZE);
+        let mut written = std::mem::take(&mut self.scratch);
+        written.clear();
+        // A record that cannot be written (a binary value too long for
+        // base64) goes as it is: the call's own writer says why.
+        let alone = record(&mut written, &entry).is_err()
+            || (fwd.offloads() && fwd.settings.offload.offloads(entry.size, limit))
             || OPEN.len() + written.len() + CLOSE.len() > budget;
         let at = self.open.iter().position(|o| {
             o.target == target
@@ -191,6 +198,7 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
             other => other,
         };
         if alone {
+            self.scratch = written;
             return self
                 .ready
                 .push_back(Item::Prepared(target, vec![position], entry));
@@ -199,31 +207,21 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
         let at = match at {
             Some(i) => {
                 let open = &mut self.open[i];
-                open.body.push(',');
-                open.body.push_str(&written);
+                open.body.push(b',');
+                open.body.extend_from_slice(&written);
                 open.positions.push(position);
                 open.first = None;
-                match (&mut open.ids, &entry.deduplication_id) {
-                    (Some(h), Some(id)) => {
-                        h.update(id.as_bytes());
-                        h.update(b"\n");
-                    }
-                    (ids, _) => *ids = None,
-                }
+                add_id(&mut open.ids, entry.deduplication_id.as_deref());
                 self.open_bytes += 1 + written.len();
                 i
             }
             None => {
-                let mut body = String::with_capacity(budget.min(written.len() * 16 + OPEN.len()));
-                body.push_str(OPEN);
-                body.push_str(&written);
+                let mut body = Vec::with_capacity(budget.min(written.len() * 16 + OPEN.len()));
+                body.extend_from_slice(OPEN.as_bytes());
+                body.extend_from_slice(&written);
                 self.open_bytes += body.len();
-                let ids = entry.deduplication_id.as_ref().map(|id| {
-                    let mut h = Sha256::new();
-                    h.update(id.as_bytes());
-                    h.update(b"\n");
-                    h
-                });
+                let mut ids = Some(Sha256::new());
+                add_id(&mut ids, entry.deduplication_id.as_deref());
                 self.open.push(Open {
                     target,
                     group_id: entry.group_id.clone(),
@@ -242,6 +240,7 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
                 self.open.len() - 1
             }
         };
+        self.scratch = written;
         if cut {
             self.close(at);
         }
@@ -256,8 +255,20 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
             Some(first) => Item::Prepared(open.target, open.positions, first),
             None => {
                 let mut body = open.body;
-                body.push_str(CLOSE);
+                body.extend_from_slice(CLOSE.as_bytes());
                 debug_assert!(body.len() <= open.budget);
+                // Only UTF-8 was written into it.
+                let body = match String::from_utf8(body) {
+                    Ok(body) => body,
+                    Err(e) => {
+                        let failure = Failure::permanent(
+                            codes::REQUEST_CONSTRUCTION_FAILED,
+                            format!("an aggregate's body is not UTF-8: {e}"),
+                        );
+                        let settled = Routed::Settled(open.positions, Outcome::Failed(failure));
+                        return self.ready.push_back(Item::Routed(settled));
+                    }
+                };
                 let attributes = vec![marker()];
                 let size = message_size(&body, &attributes);
                 let deduplication_id = open
@@ -281,6 +292,21 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
         self.ready.push_back(item);
     }
 }
+
+/// Add a record's deduplication id to its aggregate's: `None` once a
+/// record has none.
+fn add_id(ids: &mut Option<Sha256>, id: Option<&str>) {
+    match (ids.as_mut(), id) {
+        (Some(h), Some(id)) => {
+            h.update(id.as_bytes());
+            h.update(b"\n");
+        }
+        _ => *ids = None,
+    }
+}
+
+/// The bytes SQS counts for [`marker`]: name, data type, value.
+const MARKER_SIZE: usize = MARKER_ATTRIBUTE.len() + "String".len() + VERSION.len();
 
 /// The attribute that marks an aggregate.
 fn marker() -> Attribute {
@@ -308,5 +334,13 @@ impl<T: Transport, P, I: Iterator<Item = Routed<P>>> Iterator for Packer<'_, T, 
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_marker_size_is_the_markers() {
+        assert_eq!(super::MARKER_SIZE, super::marker().size());
     }
 }

@@ -1,11 +1,8 @@
 //! The `SendMessageBatch` request body, written by hand in the bytes
-//! serde_json would write.
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
+//! serde_json would write ([`crate::message::json`]).
 
 use crate::call::transport::BatchItem;
-use crate::message::{Attribute, AttributeValue};
+use crate::message::json;
 use crate::send::codes;
 use crate::send::outcome::Failure;
 
@@ -56,7 +53,7 @@ fn entry(out: &mut Vec<u8>, item: &BatchItem) -> Result<(), Failure> {
             if n > 0 {
                 out.push(b',');
             }
-            attribute(out, a)?;
+            json::attribute(out, a, &json::API_KEYS).map_err(|e| construction(&e))?;
         }
         out.push(b'}');
     }
@@ -72,55 +69,9 @@ fn entry(out: &mut Vec<u8>, item: &BatchItem) -> Result<(), Failure> {
     Ok(())
 }
 
-fn attribute(out: &mut Vec<u8>, a: &Attribute) -> Result<(), Failure> {
-    json_str(out, &a.name)?;
-    out.extend_from_slice(b":{\"DataType\":");
-    json_str(out, &a.data_type)?;
-    match &a.value {
-        AttributeValue::String(v) | AttributeValue::Number(v) => {
-            out.extend_from_slice(b",\"StringValue\":");
-            json_str(out, v)?;
-        }
-        // Base64 written straight into the body, no intermediate string.
-        AttributeValue::Binary(b) => {
-            out.extend_from_slice(b",\"BinaryValue\":\"");
-            let start = out.len();
-            let len = base64::encoded_len(b.len(), true)
-                .ok_or_else(|| construction("a binary attribute too long to encode"))?;
-            out.resize(start + len, 0);
-            let written = out
-                .get_mut(start..)
-                .and_then(|room| BASE64.encode_slice(b, room).ok())
-                .ok_or_else(|| construction("a binary attribute could not be encoded"))?;
-            out.truncate(start + written);
-            out.push(b'"');
-        }
-    }
-    out.push(b'}');
-    Ok(())
-}
-
-/// `s` as a JSON string: copied as it is when nothing in it needs escaping
-/// (a control character, `"` or `\\`), else written by serde_json.
+/// `s` as a JSON string ([`json::string`]).
 fn json_str(out: &mut Vec<u8>, s: &str) -> Result<(), Failure> {
-    if needs_escape(s.as_bytes()) {
-        serde_json::to_writer(&mut *out, s).map_err(|e| construction(&e.to_string()))
-    } else {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-        Ok(())
-    }
-}
-
-/// Whether `bytes` hold a byte JSON escapes (below 0x20, `"` or `\\`),
-/// tested eight bytes at a time.
-fn needs_escape(bytes: &[u8]) -> bool {
-    let start = crate::message::byte_scan::clean_words(bytes, 0x20, b"\"\\");
-    bytes[start..]
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    json::string(out, s).map_err(|e| construction(&e))
 }
 
 fn construction(what: &str) -> Failure {
@@ -132,8 +83,12 @@ mod tests {
     use std::borrow::Cow;
     use std::sync::Arc;
 
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as BASE64;
+
     use super::*;
     use crate::message::encode::Entry;
+    use crate::message::{Attribute, AttributeValue};
 
     fn item(id: &str, body: &str, attributes: Vec<Attribute>) -> BatchItem {
         BatchItem {
@@ -233,19 +188,6 @@ mod tests {
             let body_json = serde_json::to_string(&body).expect("json");
             let needle = format!("\"MessageBody\":{body_json}");
             proptest::prop_assert!(text.contains(&needle), "{}", text);
-        }
-    }
-
-    #[test]
-    fn escapes_are_found_at_every_offset_of_a_word() {
-        for bad in ["\u{0}", "\u{1f}", "\"", "\\"] {
-            for at in 0..20 {
-                let s = format!("{}{bad}{}", "a".repeat(at), "é".repeat(10 - at / 2));
-                assert!(needs_escape(s.as_bytes()), "{s:?}");
-            }
-        }
-        for good in ["", "plain text, 8+ bytes long", "é\u{7f}\u{2028}~ !#[]"] {
-            assert!(!needs_escape(good.as_bytes()), "{good:?}");
         }
     }
 }
