@@ -13,27 +13,15 @@ use apigw_to_sqs::lambda_http::{Body, Request, Response, request};
 use apigw_to_sqs::routing::SOURCE_KEYS;
 use apigw_to_sqs::{Handler, Settings};
 use aws_sdk_sqs::types::MessageSystemAttributeName;
-use forwarder_e2e::routing;
+use forwarder_e2e::routing::{self, Queues};
 use forwarder_e2e::{attributes, client, drain};
 use serde_json::{Value, json};
 use sqs_forwarder::route::Router;
 use sqs_forwarder::test_support::{FakeSqs, Reply};
 use sqs_forwarder::{Env, Forwarder, SqsTransport};
 
-struct Queues {
-    default: String,
-    orders: String,
-    eu: String,
-}
-
 async fn queues(tag: &str) -> Queues {
-    let (default, orders, eu) =
-        routing::three_queues(&format!("e2e-apigw-route-{tag}"), "orders", "eu").await;
-    Queues {
-        default,
-        orders,
-        eu,
-    }
+    routing::orders_and_eu(&format!("e2e-apigw-route-{tag}")).await
 }
 
 fn rules(q: &Queues, unmatched: &str) -> String {

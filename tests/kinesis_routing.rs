@@ -7,7 +7,7 @@
 //! (the others' records unaffected, every outcome exact).
 
 use base64::Engine as _;
-use forwarder_e2e::routing;
+use forwarder_e2e::routing::{self, Queues};
 use forwarder_e2e::{attributes, client, create_queue, drain};
 use kinesis_to_sqs::event::KinesisEvent;
 use kinesis_to_sqs::records::SOURCE_KEYS;
@@ -50,20 +50,8 @@ fn event(records: &[(&str, &[u8])]) -> KinesisEvent {
     serde_json::from_value(json!({ "Records": records })).expect("a Kinesis event")
 }
 
-struct Queues {
-    default: String,
-    orders: String,
-    eu: String,
-}
-
 async fn queues(tag: &str) -> Queues {
-    let (default, orders, eu) =
-        routing::three_queues(&format!("e2e-route-{tag}"), "orders", "eu").await;
-    Queues {
-        default,
-        orders,
-        eu,
-    }
+    routing::orders_and_eu(&format!("e2e-route-{tag}")).await
 }
 
 fn rules(q: &Queues, unmatched: &str) -> String {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use forwarder_e2e::rabbitmq::{Broker, amqp_url, fake_forwarder, far, settings, unique};
-use forwarder_e2e::routing;
+use forwarder_e2e::routing::{self, Queues};
 use forwarder_e2e::{attributes, client, create_queue, drain};
 use lapin::options::{
     BasicPublishOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions,
@@ -220,20 +220,8 @@ fn deliveries() -> Vec<Delivery> {
 
 // ---------------------------------------------------------------- SQS
 
-struct Queues {
-    default: String,
-    orders: String,
-    eu: String,
-}
-
 async fn queues(tag: &str) -> Queues {
-    let (default, orders, eu) =
-        routing::three_queues(&format!("rmq-route-{tag}"), "orders", "eu").await;
-    Queues {
-        default,
-        orders,
-        eu,
-    }
+    routing::orders_and_eu(&format!("rmq-route-{tag}")).await
 }
 
 fn rules(q: &Queues, audit: &str, unmatched: &str) -> String {

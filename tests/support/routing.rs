@@ -81,3 +81,24 @@ pub async fn three_queues(prefix: &str, fifo: &str, fair: &str) -> (String, Stri
     let fair = crate::create_queue(&sqs, &format!("{prefix}-{fair}"), &[]).await;
     (default, fifo, fair)
 }
+
+/// The three queues of the routing tests whose rules send orders to a FIFO
+/// queue and the EU's records to a fair queue.
+pub struct Queues {
+    /// `<prefix>-default`: the function's own.
+    pub default: String,
+    /// `<prefix>-orders.fifo`.
+    pub orders: String,
+    /// `<prefix>-eu`, for fair-queue group ids.
+    pub eu: String,
+}
+
+/// [`three_queues`] named `orders` and `eu`.
+pub async fn orders_and_eu(prefix: &str) -> Queues {
+    let (default, orders, eu) = three_queues(prefix, "orders", "eu").await;
+    Queues {
+        default,
+        orders,
+        eu,
+    }
+}
