@@ -60,7 +60,8 @@ BASELINE = {"kinesis": "kinesis", "apigw": "apigw", "s3": "s3_notification",
             "s3-lines": "s3_lines", "rabbitmq": "rabbitmq"}
 FUNCTIONS = ["kinesis-to-sqs", "s3-to-sqs", "apigw-to-sqs", "rabbitmq-to-sqs"]
 TARGETS = {"cold_start_ms": 20.0, "rss_mib": 48.0, "x_boto3": 20.0, "floor_ratio": 1.5, "units_over": 0.02,
-           "cpu_floor_ratio": 2.0, "billed_x_boto3": 20.0, "slow_answer_ratio": 1.5}
+           "cpu_floor_ratio": 2.0, "billed_x_boto3": 20.0, "slow_answer_ratio": 1.5,
+           "drain_sdk_floor_ratio": 1.2, "drain_billed_x_boto3": 15.0}
 # The workloads whose messages are not small (the others carry 1 byte to 1 KB of data each).
 LARGE_MESSAGES = {"kinesis-80x55KB", "kinesis-mixed"}
 # The workloads of the Lambda-billed runs: one per function, each with boto3.
@@ -1186,7 +1187,35 @@ def targets(rows, colds, billed=(), aggregated=()):
         out.append(f"{name}: {state} ({slow:.1f} against {fast:.1f} µs: {slow / fast:.2f}×)")
     else:
         out.append(f"{name}: not measured")
+    out.extend(drain_targets(done, billed))
     out.extend(aggregation_targets(rows, aggregated))
+    return out
+
+
+def drain_targets(done, billed):
+    """The RabbitMQ drain's two lines: CPU per message against the SDK floor
+    (the same entries through aws-sdk-sqs), and billed at 128 MB against
+    boto3 (CPU-bound under the cap, so the ratio of CPU per record, which
+    the line shows)."""
+    out = []
+    name = f"RabbitMQ drain CPU per message ≤ {TARGETS['drain_sdk_floor_ratio']}× the SDK floor's"
+    d = next((d for w, r, d in done if w["name"] == "rabbitmq-10000"), None)
+    if d and d.get("cpu_sdk_floor_ratio"):
+        ratio = d["cpu_sdk_floor_ratio"]
+        state = "met" if ratio <= TARGETS["drain_sdk_floor_ratio"] else "missed"
+        out.append(f"{name}: {state} ({ratio:.2f}×, {d['cpu_ours_beyond_sdk_us']:+.1f} µs/msg beyond it)")
+    else:
+        out.append(f"{name}: not measured")
+    name = f"RabbitMQ drain billed at 128 MB ≥ {TARGETS['drain_billed_x_boto3']:.0f}× shorter than boto3's"
+    b = [r for w, m, r in billed_rows(billed) if m == 128 and w["name"] == "rabbitmq-10000"]
+    if b and billed_ms(b[0].get("ours", {})) and billed_ms(b[0].get("boto3", {})):
+        ob, bb = billed_ms(b[0]["ours"]), billed_ms(b[0]["boto3"])
+        ocpu, bcpu = b[0]["ours"].get("cpu_us_per_msg"), b[0]["boto3"].get("cpu_us_per_msg")
+        state = "met" if bb / ob >= TARGETS["drain_billed_x_boto3"] else "missed"
+        cpu = f"; CPU per record {ocpu:.1f} against {bcpu:.1f} µs" if ocpu and bcpu else ""
+        out.append(f"{name}: {state} ({ob:,.0f} ms against {bb:,.0f} ms: {bb / ob:.1f}×{cpu})")
+    else:
+        out.append(f"{name}: not measured")
     return out
 
 

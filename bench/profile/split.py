@@ -36,6 +36,7 @@ OWNERS = [
     ("our pipeline: messages, encoding, packing, outcomes", re.compile(r"sqs_forwarder|kinesis_to_sqs|s3_to_sqs|"
                                                                        r"apigw_to_sqs|rabbitmq_to_sqs")),
     ("Lambda runtime client", re.compile(r"lambda_runtime")),
+    ("AMQP client (lapin: its I/O thread, frames, deliveries)", re.compile(r"lapin|amq_protocol|flume")),
     ("tokio (scheduler, timers, I/O driver)", re.compile(r"tokio::")),
 ]
 
