@@ -771,6 +771,18 @@ def billed_rows(billed):
     return [(w, m, r) for w, runs in billed for m, r in runs if "ours" in r]
 
 
+def billed_run(billed, workload, memory):
+    """The Lambda-billed result of `workload` at `memory` MB, if it ran."""
+    return next((r for w, m, r in billed_rows(billed) if m == memory and w["name"] == workload), None)
+
+
+def billed_pair(run):
+    """(ours, boto3) billed milliseconds of a Lambda-billed result, when both
+    were measured; else None."""
+    ob, bb = billed_ms((run or {}).get("ours", {})), billed_ms((run or {}).get("boto3", {}))
+    return (ob, bb) if ob and bb else None
+
+
 def billed_table(billed):
     """Billed duration at each memory size, ours against boto3."""
     L = [f"| workload | memory (CPU share) | calls in flight | ours billed | ours CPU/record | boto3 billed "
@@ -1170,18 +1182,19 @@ def targets(rows, colds, billed=(), aggregated=()):
     out.append(line)
     out.append("gap to the SDK floor (our CPU per message as a multiple of the SDK floor's, and what our "
                "pipeline adds): " + ("; ".join(gaps) if gaps else "not measured"))
-    b128 = [(w, r) for w, m, r in billed_rows(billed) if m == 128 and w["name"] == "kinesis-10000x40B"]
+    b128 = billed_run(billed, "kinesis-10000x40B", 128)
     name = f"billed duration at 128 MB ≥ {TARGETS['billed_x_boto3']:.0f}× shorter than boto3's on the 10,000-record event"
-    if b128 and billed_ms(b128[0][1]["ours"]) and billed_ms(b128[0][1].get("boto3", {})):
-        ob, bb = billed_ms(b128[0][1]["ours"]), billed_ms(b128[0][1]["boto3"])
+    pair = billed_pair(b128)
+    if pair:
+        ob, bb = pair
         state = "met" if bb / ob >= TARGETS["billed_x_boto3"] else "missed"
         out.append(f"{name}: {state} ({ob:,.0f} ms against {bb:,.0f} ms: {bb / ob:.1f}×)")
     else:
         out.append(f"{name}: not measured")
     name = (f"CPU per record with {DELAY_MS} ms answers ≤ {TARGETS['slow_answer_ratio']}× the instant-answer figure, "
             f"both at 128 MB's cap, on the 10,000-record event")
-    slow = b128[0][1]["ours"].get("cpu_us_per_msg") if b128 else None
-    fast = b128[0][1].get("ours_instant", {}).get("cpu_us_per_msg") if b128 else None
+    slow = b128["ours"].get("cpu_us_per_msg") if b128 else None
+    fast = b128.get("ours_instant", {}).get("cpu_us_per_msg") if b128 else None
     if slow and fast:
         state = "met" if slow / fast <= TARGETS["slow_answer_ratio"] else "missed"
         out.append(f"{name}: {state} ({slow:.1f} against {fast:.1f} µs: {slow / fast:.2f}×)")
@@ -1207,10 +1220,11 @@ def drain_targets(done, billed):
     else:
         out.append(f"{name}: not measured")
     name = f"RabbitMQ drain billed at 128 MB ≥ {TARGETS['drain_billed_x_boto3']:.0f}× shorter than boto3's"
-    b = [r for w, m, r in billed_rows(billed) if m == 128 and w["name"] == "rabbitmq-10000"]
-    if b and billed_ms(b[0].get("ours", {})) and billed_ms(b[0].get("boto3", {})):
-        ob, bb = billed_ms(b[0]["ours"]), billed_ms(b[0]["boto3"])
-        ocpu, bcpu = b[0]["ours"].get("cpu_us_per_msg"), b[0]["boto3"].get("cpu_us_per_msg")
+    b = billed_run(billed, "rabbitmq-10000", 128)
+    pair = billed_pair(b)
+    if pair:
+        ob, bb = pair
+        ocpu, bcpu = b["ours"].get("cpu_us_per_msg"), b["boto3"].get("cpu_us_per_msg")
         state = "met" if bb / ob >= TARGETS["drain_billed_x_boto3"] else "missed"
         cpu = f"; CPU per record {ocpu:.1f} against {bcpu:.1f} µs" if ocpu and bcpu else ""
         out.append(f"{name}: {state} ({ob:,.0f} ms against {bb:,.0f} ms: {bb / ob:.1f}×{cpu})")
