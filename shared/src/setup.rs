@@ -5,11 +5,12 @@
 //! SQS client and the send settings ([`client`]), then the cold start that
 //! puts them together ([`startup`], a failed one reported by
 //! [`init_error`]). [`error`] holds the errors they fail with, [`allocator`]
-//! the allocator's options, [`on_first_use`] the clients a start does not
+//! the functions' allocator and when it returns memory, [`on_first_use`] the clients a start does not
 //! build until they are used.
 
 #[cfg(feature = "mimalloc")]
-#[allow(unsafe_code)] // mimalloc's options are set through its C API
+#[allow(unsafe_code)]
+// mimalloc's C API (its options, its purge) and a `GlobalAlloc` passed through to it
 pub mod allocator;
 pub mod aws_names;
 pub mod client;
