@@ -5,12 +5,13 @@
 //! SQS client and the send settings ([`client`]), then the cold start that
 //! puts them together ([`startup`], a failed one reported by
 //! [`init_error`]). [`error`] holds the errors they fail with, [`allocator`]
-//! the functions' allocator and when it returns memory, [`on_first_use`] the clients a start does not
-//! build until they are used.
+//! the functions' allocator and when it returns memory, [`on_first_use`]
+//! the clients a start does not build until they are used.
 
+// Unsafe allowed: mimalloc's C API (its options, its purge) and a
+// `GlobalAlloc` passed through to it.
 #[cfg(feature = "mimalloc")]
 #[allow(unsafe_code)]
-// mimalloc's C API (its options, its purge) and a `GlobalAlloc` passed through to it
 pub mod allocator;
 pub mod aws_names;
 pub mod client;

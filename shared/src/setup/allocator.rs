@@ -11,8 +11,8 @@
 //! - mimalloc's default, 10 ms after the free, let the same event peak at
 //!   57-65 MiB against glibc's 37.5 MiB: a clock counts more work between
 //!   two purges the faster the process runs.
-//! - At once (`purge_delay` 0, this module's setting until 2026-12-04) kept it near
-//!   35 MiB, but every page a call freed and the next call took was faulted
+//! - At once (`purge_delay` 0, this module's setting until 2026-12-04) kept
+//!   it near 35 MiB, but every page a call freed and the next call took was faulted
 //!   in again: 4,000-5,000 page faults in each warm 10,000-record
 //!   invocation, plus the `madvise` calls that return the pages
 //!   (bench/README.md, "Memory returned at once").
@@ -36,9 +36,10 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 
 /// The bytes a thread allocates, or frees, between two purges of its free
-/// memory: 4 MiB. 2 MiB faulted more and saved nothing; 8 MiB let the
-/// 10,000-record event peak over the 48 MB line under the 128 MB cap
-/// (bench/README.md, "Memory returned with the work").
+/// memory: 4 MiB. Measured with allocations counted alone, 2 MiB faulted
+/// more and saved nothing, and 8 MiB let the 10,000-record event peak over
+/// the 48 MB line under the 128 MB cap (bench/README.md, "Memory returned
+/// with the work").
 pub const PURGE_EVERY: usize = 4 << 20;
 
 /// mimalloc's `mi_option_purge_delay` (the same position in its v2 and v3
