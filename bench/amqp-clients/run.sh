@@ -15,7 +15,7 @@ cap=no
 if [ "${1:-}" = --cap ]; then cap=yes; shift; fi
 rounds=${1:-5} messages=${2:-10000} prefetch=${3:-100}
 cargo build --quiet --release
-bin=target/release/amqp-clients
+bin="${CARGO_TARGET_DIR:-$PWD/target}/release/amqp-clients"
 queue="amqp-clients-$$"
 run=("$bin")
 if [ "$cap" = yes ]; then
