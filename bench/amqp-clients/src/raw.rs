@@ -136,7 +136,26 @@ impl Conn {
         }
     }
 
+    /// Send `method` on `channel`, without waiting for anything.
+    async fn send_method(&mut self, channel: u16, method: AMQPClass) -> Result<()> {
+        self.send(AMQPFrame::Method(channel, method)).await
+    }
+
+    /// Send `method` on `channel` and read its reply, which `reply` takes
+    /// apart; anything else is an error naming the `expected` reply.
+    async fn call<T>(
+        &mut self,
+        channel: u16,
+        method: AMQPClass,
+        expected: &str,
+        reply: impl FnOnce(AMQPClass) -> Option<T>,
+    ) -> Result<T> {
+        self.send_method(channel, method).await?;
+        reply(self.method().await?).ok_or_else(|| format!("expected {expected}").into())
+    }
+
     pub async fn open(addr: &str, user: &str, password: &str) -> Result<Conn> {
+        use connection::AMQPMethod as C;
         let socket = TcpStream::connect(addr).await?;
         socket.set_nodelay(true)?;
         let mut c = Conn {
@@ -147,7 +166,7 @@ impl Conn {
         };
         c.send(AMQPFrame::ProtocolHeader(ProtocolVersion::amqp_0_9_1()))
             .await?;
-        let AMQPClass::Connection(connection::AMQPMethod::Start(_)) = c.method().await? else {
+        let AMQPClass::Connection(C::Start(_)) = c.method().await? else {
             return Err("expected connection.start".into());
         };
         let start_ok = connection::StartOk {
@@ -156,59 +175,53 @@ impl Conn {
             response: LongString::from(format!("\0{user}\0{password}")),
             locale: "en_US".into(),
         };
-        c.send(AMQPFrame::Method(
-            0,
-            AMQPClass::Connection(connection::AMQPMethod::StartOk(start_ok)),
-        ))
-        .await?;
-        let AMQPClass::Connection(connection::AMQPMethod::Tune(tune)) = c.method().await? else {
-            return Err("expected connection.tune (was the login refused?)".into());
-        };
+        let start_ok = AMQPClass::Connection(C::StartOk(start_ok));
+        let tune = c
+            .call(
+                0,
+                start_ok,
+                "connection.tune (was the login refused?)",
+                |m| match m {
+                    AMQPClass::Connection(C::Tune(tune)) => Some(tune),
+                    _ => None,
+                },
+            )
+            .await?;
         let tune_ok = connection::TuneOk {
             channel_max: 1,
             frame_max: tune.frame_max,
             heartbeat: 0,
         };
-        c.send(AMQPFrame::Method(
-            0,
-            AMQPClass::Connection(connection::AMQPMethod::TuneOk(tune_ok)),
-        ))
-        .await?;
+        c.send_method(0, AMQPClass::Connection(C::TuneOk(tune_ok)))
+            .await?;
         let open = connection::Open {
             virtual_host: "/".into(),
         };
-        c.send(AMQPFrame::Method(
+        c.call(
             0,
-            AMQPClass::Connection(connection::AMQPMethod::Open(open)),
-        ))
+            AMQPClass::Connection(C::Open(open)),
+            "connection.open-ok",
+            |m| matches!(m, AMQPClass::Connection(C::OpenOk(_))).then_some(()),
+        )
         .await?;
-        let AMQPClass::Connection(connection::AMQPMethod::OpenOk(_)) = c.method().await? else {
-            return Err("expected connection.open-ok".into());
-        };
-        c.send(AMQPFrame::Method(
-            1,
-            AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {})),
-        ))
+        let open = AMQPClass::Channel(channel::AMQPMethod::Open(channel::Open {}));
+        c.call(1, open, "channel.open-ok", |m| {
+            matches!(m, AMQPClass::Channel(channel::AMQPMethod::OpenOk(_))).then_some(())
+        })
         .await?;
-        let AMQPClass::Channel(channel::AMQPMethod::OpenOk(_)) = c.method().await? else {
-            return Err("expected channel.open-ok".into());
-        };
         Ok(c)
     }
 
     pub async fn consume(&mut self, queue: &str, prefetch: u16) -> Result<()> {
+        use basic::AMQPMethod as B;
         let qos = basic::Qos {
             prefetch_count: prefetch,
             global: false,
         };
-        self.send(AMQPFrame::Method(
-            1,
-            AMQPClass::Basic(basic::AMQPMethod::Qos(qos)),
-        ))
+        self.call(1, AMQPClass::Basic(B::Qos(qos)), "basic.qos-ok", |m| {
+            matches!(m, AMQPClass::Basic(B::QosOk(_))).then_some(())
+        })
         .await?;
-        let AMQPClass::Basic(basic::AMQPMethod::QosOk(_)) = self.method().await? else {
-            return Err("expected basic.qos-ok".into());
-        };
         let consume = basic::Consume {
             queue: queue.into(),
             consumer_tag: "amqp-clients".into(),
@@ -218,15 +231,13 @@ impl Conn {
             nowait: false,
             arguments: FieldTable::default(),
         };
-        self.send(AMQPFrame::Method(
+        self.call(
             1,
-            AMQPClass::Basic(basic::AMQPMethod::Consume(consume)),
-        ))
-        .await?;
-        let AMQPClass::Basic(basic::AMQPMethod::ConsumeOk(_)) = self.method().await? else {
-            return Err("expected basic.consume-ok".into());
-        };
-        Ok(())
+            AMQPClass::Basic(B::Consume(consume)),
+            "basic.consume-ok",
+            |m| matches!(m, AMQPClass::Basic(B::ConsumeOk(_))).then_some(()),
+        )
+        .await
     }
 
     pub async fn ack(&mut self, tag: u64) -> Result<()> {
@@ -234,11 +245,8 @@ impl Conn {
             delivery_tag: tag,
             multiple: true,
         };
-        self.send(AMQPFrame::Method(
-            1,
-            AMQPClass::Basic(basic::AMQPMethod::Ack(ack)),
-        ))
-        .await
+        self.send_method(1, AMQPClass::Basic(basic::AMQPMethod::Ack(ack)))
+            .await
     }
 
     /// `connection.close`, and up to a second for its `close-ok` (deliveries
@@ -250,10 +258,10 @@ impl Conn {
             class_id: 0,
             method_id: 0,
         };
-        self.send(AMQPFrame::Method(
+        self.send_method(
             0,
             AMQPClass::Connection(connection::AMQPMethod::Close(close)),
-        ))
+        )
         .await?;
         let wait = async {
             loop {
