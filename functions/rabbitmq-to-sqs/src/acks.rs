@@ -13,8 +13,7 @@
 //! run: when every unsettled delivery below the run has been settled by an
 //! earlier call of the plan.
 
-use lapin::Channel;
-use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
+use crate::amqp::{self, Channel};
 
 /// What to do with one delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,46 +75,14 @@ pub fn plan(outstanding: &[(u64, Action)]) -> Vec<Call> {
 }
 
 /// Make the calls, in order, on `channel`.
-pub async fn execute(channel: &Channel, calls: &[Call]) -> Result<(), lapin::Error> {
+pub async fn execute(channel: &Channel, calls: &[Call]) -> Result<(), amqp::Error> {
     for c in calls {
         match c.action {
-            Action::Ack => {
-                channel
-                    .basic_ack(
-                        c.tag,
-                        BasicAckOptions {
-                            multiple: c.multiple,
-                        },
-                    )
-                    .await?;
-            }
-            Action::Requeue => {
-                channel
-                    .basic_nack(
-                        c.tag,
-                        BasicNackOptions {
-                            multiple: c.multiple,
-                            requeue: true,
-                        },
-                    )
-                    .await?;
-            }
-            Action::Reject if c.multiple => {
-                channel
-                    .basic_nack(
-                        c.tag,
-                        BasicNackOptions {
-                            multiple: true,
-                            requeue: false,
-                        },
-                    )
-                    .await?;
-            }
-            Action::Reject => {
-                channel
-                    .basic_reject(c.tag, BasicRejectOptions { requeue: false })
-                    .await?;
-            }
+            Action::Ack => channel.basic_ack(c.tag, c.multiple).await?,
+            Action::Requeue => channel.basic_nack(c.tag, c.multiple, true).await?,
+            // Without requeue: to the dead-letter exchange.
+            Action::Reject if c.multiple => channel.basic_nack(c.tag, true, false).await?,
+            Action::Reject => channel.basic_reject(c.tag, false).await?,
             Action::Hold => {}
         }
     }

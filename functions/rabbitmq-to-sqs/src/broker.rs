@@ -10,25 +10,21 @@
 use std::fmt;
 use std::time::Duration;
 
-use lapin::protocol::{AMQPErrorKind, AMQPSoftError};
-use lapin::uri::{AMQPScheme, AMQPUri};
-use lapin::{Connection, ConnectionProperties, ErrorKind};
+use amq_protocol::uri::{AMQPScheme, AMQPUri, SASLMechanism};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::amqp::{self, Connection};
 
 /// What replaces a password in anything shown.
 pub const MASK: &str = "***";
 
-/// Log directives that keep the AMQP client's trace logs off: they print
-/// raw frames, the login included, so never below debug, whatever
+/// Log directives that keep the AMQP codec's trace logs off (they could
+/// print raw frames, the login included), so never below debug, whatever
 /// `RUST_LOG` says. They are the function's
 /// [`ColdStart::LOG_DIRECTIVES`](sqs_forwarder::setup::startup::ColdStart::LOG_DIRECTIVES),
 /// added to the log filter before it is installed; tests capture logs
 /// through them.
-pub const QUIET_AMQP: &[&str] = &[
-    "lapin=debug",
-    "amq_protocol=debug",
-    "amq_protocol_types=debug",
-];
+pub const QUIET_AMQP: &[&str] = &["amq_protocol=debug", "amq_protocol_types=debug"];
 
 /// A URL with its password replaced by [`MASK`]. Works on text that is not a
 /// valid URL too: everything between the user name and the last `@` of the
@@ -168,6 +164,12 @@ impl BrokerUrl {
         })?;
         if uri.authority.host.is_empty() {
             return Err("the URL names no host".into());
+        }
+        if !matches!(uri.query.auth_mechanism, None | Some(SASLMechanism::Plain)) {
+            return Err(
+                "auth_mechanism: only PLAIN (the default) is supported; remove the parameter"
+                    .into(),
+            );
         }
         let password_in_url = raw
             .split_once("://")
@@ -351,14 +353,9 @@ impl BrokerError {
     }
 }
 
-/// Whether a lapin error is the broker refusing the login.
-pub fn is_access_refused(e: &lapin::Error) -> bool {
-    match e.kind() {
-        ErrorKind::ProtocolError(p) => {
-            matches!(p.kind(), AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED))
-        }
-        _ => false,
-    }
+/// Whether an AMQP error is the broker refusing the login.
+pub fn is_access_refused(e: &amqp::Error) -> bool {
+    e.is_access_refused()
 }
 
 /// Connect to the broker, within `connect_timeout` for the whole handshake.
@@ -372,8 +369,7 @@ pub async fn connect(
 ) -> Result<Connection, BrokerError> {
     let uri = url.connect_uri(credentials, heartbeat, connect_timeout);
     let user = uri.authority.userinfo.username.clone();
-    let props = ConnectionProperties::default().with_connection_name(connection_name.into());
-    match tokio::time::timeout(connect_timeout, Connection::connect_uri(uri, props)).await {
+    match tokio::time::timeout(connect_timeout, amqp::open(&uri, connection_name)).await {
         Err(_) => Err(BrokerError::Timeout {
             url: url.redacted().to_owned(),
             ms: connect_timeout.as_millis(),

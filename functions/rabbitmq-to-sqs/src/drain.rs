@@ -45,7 +45,7 @@ mod settle;
 
 use std::collections::BTreeSet;
 
-use lapin::{Channel, Connection};
+use crate::amqp::{self, Channel, Connection};
 use sqs_forwarder::route::Router;
 use sqs_forwarder::{Failure, Transport};
 use tokio::time::Instant;
@@ -115,7 +115,7 @@ impl<'a, T: Transport> Poller<'a, T> {
             }
             let r = Drain::run(self, conn, queue, budget, stop_at, send_deadline).await;
             budget = budget.saturating_sub(r.received);
-            lost = !conn.status().connected();
+            lost = !conn.connected();
             tracing::info!(
                 queue = %r.queue,
                 received = r.received,
@@ -130,15 +130,15 @@ impl<'a, T: Transport> Poller<'a, T> {
             );
             report.queues.push(r);
         }
-        if conn.status().connected()
-            && let Err(e) = conn.close(200, "OK".into()).await
+        if conn.connected()
+            && let Err(e) = conn.close().await
         {
             tracing::debug!(error = %self.secrets.scrub(&e.to_string()), "closing the connection");
         }
         report
     }
 
-    fn describe(&self, doing: &str, e: &lapin::Error) -> DrainError {
+    fn describe(&self, doing: &str, e: &amqp::Error) -> DrainError {
         DrainError(format!("{doing}: {}", self.secrets.scrub(&e.to_string())))
     }
 }
@@ -207,15 +207,15 @@ impl<'a, T: Transport> Drain<'a, T> {
         }
         // Closing the channel hands back to the queue whatever the broker
         // had prefetched for this consumer and nobody took.
-        if drain.channel.status().connected()
-            && let Err(e) = drain.channel.close(200, "OK".into()).await
+        if drain.channel.connected()
+            && let Err(e) = drain.channel.close().await
         {
             tracing::debug!(queue, error = %poller.secrets.scrub(&e.to_string()), "closing the channel");
         }
         drain.report
     }
 
-    fn describe(&self, doing: &str, e: &lapin::Error) -> DrainError {
+    fn describe(&self, doing: &str, e: &amqp::Error) -> DrainError {
         self.poller.describe(doing, e)
     }
 }

@@ -152,7 +152,10 @@ impl<T: Transport> Handler<T> {
 
     /// Connect to the broker, reading the password secret if there is one;
     /// a refused login with a secret reads the secret once more (rotation).
-    pub async fn connect(&self, broker: &BrokerSettings) -> Result<lapin::Connection, BrokerError> {
+    pub async fn connect(
+        &self,
+        broker: &BrokerSettings,
+    ) -> Result<crate::amqp::Connection, BrokerError> {
         let attempt = |credentials: Option<broker::Credentials>| {
             let mut secrets = self.secrets.clone();
             if let Some(c) = &credentials {

@@ -60,7 +60,7 @@ impl Lambda {
     /// Lambda its `errorType` (`RabbitmqToSqs.BadEvent`, ...): boxed into
     /// `lambda_runtime::Error`, it would be reported by its Rust type's name.
     pub async fn invoke(&self, event: LambdaEvent<Value>) -> Result<Value, HandlerError> {
-        // Boxed: the poll's future is deep (lapin, the SQS SDK), too deep for
+        // Boxed: the poll's future is deep (the AMQP client, the SQS SDK), too deep for
         // the compiler's layout query when inlined into the runtime's.
         let result = Box::pin(self.handler.handle(event.payload, event.context.deadline)).await;
         if let Err(e) = &result {

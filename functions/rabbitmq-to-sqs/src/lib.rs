@@ -7,7 +7,7 @@
 //!
 //! * **A schedule** (an EventBridge rule sends `detail-type: Scheduled
 //!   Event`; EventBridge Scheduler sends whatever input it was given): the
-//!   function connects to `RABBITMQ_URL` with lapin, drains the queues in
+//!   function connects to `RABBITMQ_URL` ([`amqp`], its own AMQP client), drains the queues in
 //!   `RABBITMQ_QUEUES` under a bounded prefetch, forwards the messages through
 //!   the shared crate and settles each delivery: ack when sent, requeue when a
 //!   later try may succeed, reject (to the dead-letter exchange) when it can
@@ -32,6 +32,7 @@
 
 pub mod acks;
 pub mod amazon_mq;
+pub mod amqp;
 pub mod broker;
 pub mod drain;
 mod error;

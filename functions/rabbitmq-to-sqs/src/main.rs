@@ -14,7 +14,7 @@ static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
     sqs_forwarder::setup::allocator::ALLOCATOR;
 
 // One thread: the forwarder's calls and the broker's deliveries are I/O
-// (lapin reads the socket on a thread of its own), and a single-threaded
+// (the AMQP client reads the socket on this runtime too), and a single-threaded
 // runtime spends the least CPU per message (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {

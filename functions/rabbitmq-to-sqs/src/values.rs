@@ -4,8 +4,8 @@
 //! SQS has a form for it. Tables and arrays become JSON text, cut at
 //! [`MAX_DEPTH`] whatever a publisher sends.
 
+use amq_protocol::types::{AMQPValue, FieldTable};
 use base64::Engine as _;
-use lapin::types::{AMQPValue, FieldTable};
 use serde_json::{Map, Number, Value};
 use sqs_forwarder::Attribute;
 use sqs_forwarder::message::encode::is_sqs_text;

@@ -87,6 +87,20 @@ use self::skew::ClockSkew;
 
 pub use self::discover::discover;
 
+/// rustls (aws-lc-rs) trusting the system's root certificates, read once
+/// per process as the direct client reads them (`SSL_CERT_FILE` and
+/// `SSL_CERT_DIR` honoured): for other TLS connections of a function (the
+/// RabbitMQ function's `amqps://`). The error says why no root was found.
+pub fn system_tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots::system()?)
+        .with_no_client_auth();
+    Ok(std::sync::Arc::new(config))
+}
+
 /// The SDK's connect timeout when its configuration sets none
 /// (`BehaviorVersion::latest()`).
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_millis(3_100);

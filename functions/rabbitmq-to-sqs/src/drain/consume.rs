@@ -5,9 +5,6 @@
 
 use std::time::Duration;
 
-use futures_util::{FutureExt, StreamExt};
-use lapin::options::{BasicConsumeOptions, BasicQosOptions, QueueDeclareOptions};
-use lapin::types::FieldTable;
 use sqs_forwarder::Transport;
 use tokio::time::Instant;
 
@@ -24,16 +21,8 @@ impl<T: Transport> Drain<'_, T> {
     /// The ready messages of the queue, by a passive declare.
     async fn ready_count(&self) -> Result<u32, DrainError> {
         self.channel
-            .queue_declare(
-                self.queue.into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
+            .ready_count(self.queue)
             .await
-            .map(|q| q.message_count())
             .map_err(|e| self.describe("checking the queue", &e))
     }
 
@@ -48,17 +37,12 @@ impl<T: Transport> Drain<'_, T> {
         let stop_at = self.stop_at;
         let prefetch = u64::from(self.poller.settings.prefetch).min(budget).max(1) as u16;
         self.channel
-            .basic_qos(prefetch, BasicQosOptions::default())
+            .basic_qos(prefetch)
             .await
             .map_err(|e| self.describe("basic.qos", &e))?;
         let mut consumer = self
             .channel
-            .basic_consume(
-                queue.into(),
-                "rabbitmq-to-sqs".into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
+            .basic_consume(queue, "rabbitmq-to-sqs")
             .await
             .map_err(|e| self.describe("basic.consume", &e))?;
 
@@ -85,16 +69,13 @@ impl<T: Transport> Drain<'_, T> {
 
             let wait = self.poller.settings.idle.min(stop_at - now);
             let first = match tokio::time::timeout(wait, consumer.next()).await {
-                Ok(Some(Ok(d))) => d,
-                Ok(Some(Err(e))) => return Err(self.describe("receiving", &e)),
+                Ok(Some(d)) => d,
                 Ok(None) => {
-                    if self.channel.status().connected() {
+                    if self.channel.connected() {
                         tracing::warn!(queue, "the broker cancelled the consumer");
                         break StopReason::Cancelled;
                     }
-                    return Err(DrainError(
-                        "the connection to the broker was lost while receiving".into(),
-                    ));
+                    return Err(self.describe("receiving", &self.channel.error()));
                 }
                 Err(_) => {
                     if Instant::now() >= stop_at {
@@ -119,16 +100,18 @@ impl<T: Transport> Drain<'_, T> {
             idle_rounds = 0;
             let mut batch = vec![first];
             while batch.len() < window {
-                // What lapin has already received is taken without a timer;
+                // What has already been received is taken without a timer;
                 // the linger is armed only when none is waiting.
-                let next = match consumer.next().now_or_never() {
-                    Some(next) => Ok(next),
-                    None => tokio::time::timeout(LINGER, consumer.next()).await,
+                let next = match consumer.try_next() {
+                    Some(d) => Some(d),
+                    None => tokio::time::timeout(LINGER, consumer.next())
+                        .await
+                        .ok()
+                        .flatten(),
                 };
                 match next {
-                    Ok(Some(Ok(d))) => batch.push(d),
-                    Ok(Some(Err(e))) => return Err(self.describe("receiving", &e)),
-                    Ok(None) | Err(_) => break,
+                    Some(d) => batch.push(d),
+                    None => break,
                 }
             }
             taken += batch.len() as u64;

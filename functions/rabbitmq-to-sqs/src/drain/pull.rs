@@ -5,7 +5,6 @@
 //! message the routing rules cannot shape too; one they send nowhere is
 //! counted in `dropped`.
 
-use lapin::options::BasicGetOptions;
 use sqs_forwarder::{Outcome, Transport};
 use tokio::time::Instant;
 
@@ -34,14 +33,13 @@ impl<T: Transport> Drain<'_, T> {
             while pulled < window && Instant::now() < self.stop_at {
                 let got = self
                     .channel
-                    .basic_get(queue.into(), BasicGetOptions { no_ack: true })
+                    .basic_get(queue, true)
                     .await
                     .map_err(|e| self.describe("basic.get", &e))?;
-                let Some(got) = got else {
+                let Some(d) = got else {
                     empty = true;
                     break;
                 };
-                let d = got.delivery;
                 let tag = d.delivery_tag;
                 let incoming = Incoming::from_delivery(d, queue);
                 let plan = routing::plan(router.routes(), &incoming);

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use lapin::message::Delivery;
+use crate::amqp::Delivery;
 use sqs_forwarder::{Failure, MessageOutcome, Outcome, Routed, Transport};
 
 use super::{Drain, DrainError, StopReason, message_fault};
@@ -190,7 +190,7 @@ impl<T: Transport> Drain<'_, T> {
         execute(&self.channel, &plan(&outstanding))
             .await
             .map_err(|e| {
-                if self.channel.status().connected() {
+                if self.channel.connected() {
                     self.describe("acknowledging", &e)
                 } else {
                     self.describe(

@@ -1,5 +1,5 @@
-//! The message as it arrives, whatever the source: a delivery polled with
-//! lapin becomes an [`Incoming`] here, an `aws:rmq` event message in
+//! The message as it arrives, whatever the source: a delivery polled from
+//! the broker becomes an [`Incoming`] here, an `aws:rmq` event message in
 //! [`crate::amazon_mq`], so the mapping to SQS is written once.
 
 use crate::values::{FieldValue, non_empty, table_fields};
@@ -55,13 +55,13 @@ pub struct Incoming {
     pub redelivered: bool,
 }
 
-fn short(s: &Option<lapin::types::ShortString>) -> Option<String> {
+fn short(s: &Option<amq_protocol::types::ShortString>) -> Option<String> {
     s.as_ref().and_then(|v| non_empty(v.as_str()))
 }
 
 impl Incoming {
     /// A delivery polled from `queue`; its body moves into the message.
-    pub fn from_delivery(d: lapin::message::Delivery, queue: &str) -> Self {
+    pub fn from_delivery(d: crate::amqp::Delivery, queue: &str) -> Self {
         let p = &d.properties;
         Incoming {
             body: d.data,
@@ -81,8 +81,8 @@ impl Incoming {
                 delivery_mode: *p.delivery_mode(),
             },
             headers: p.headers().as_ref().map(table_fields).unwrap_or_default(),
-            routing_key: non_empty(d.routing_key.as_str()),
-            exchange: non_empty(d.exchange.as_str()),
+            routing_key: non_empty(&d.routing_key),
+            exchange: non_empty(&d.exchange),
             queue: queue.to_owned(),
             redelivered: d.redelivered,
         }

@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use lapin::types::{
+use amq_protocol::types::{
     AMQPValue, ByteArray, DecimalValue, FieldArray, FieldTable, LongString, ShortString,
 };
 use serde_json::Value;
