@@ -19,6 +19,7 @@
 //! can panic: a frame that does not parse or comes out of order ends the
 //! connection with an error.
 
+pub(crate) mod nesting;
 mod open;
 mod reader;
 mod wire;
@@ -58,6 +59,10 @@ pub struct Delivery {
     pub properties: Properties,
     /// The body.
     pub data: Vec<u8>,
+    /// Why the message cannot be read whole: its headers nest deeper than
+    /// the client parses, so they are left out of `properties`. The drain
+    /// rejects such a message (to the dead-letter exchange).
+    pub fault: Option<String>,
 }
 
 /// What went wrong, in words that never hold a password (the login is not
@@ -306,9 +311,14 @@ impl Connection {
                 AMQPClass::Connection(connection::AMQPMethod::Close(close)),
             )])
             .await?;
-        // The reader ends at the broker's close-ok (or the socket's end).
+        // The reader ends at the broker's close-ok (or the socket's end);
+        // then the socket is shut down (with TLS, its `close_notify`).
         let mut done = self.shared.done.subscribe();
-        let _ = tokio::time::timeout(Duration::from_secs(1), done.wait_for(|d| *d)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            let _ = done.wait_for(|d| *d).await;
+            let _ = self.shared.writer.lock().await.io.shutdown().await;
+        })
+        .await;
         Ok(())
     }
 }
@@ -538,4 +548,4 @@ impl Channel {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -4,7 +4,7 @@
 //! takes the socket over.
 
 use std::sync::atomic::AtomicU16;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use amq_protocol::frame::{AMQPFrame, ProtocolVersion};
@@ -46,8 +46,7 @@ pub async fn open(uri: &AMQPUri, name: &str) -> Result<Connection, Error> {
         .map_err(Error::io)?;
     tcp.set_nodelay(true).map_err(Error::io)?;
     let mut io: Stream = if uri.scheme == AMQPScheme::AMQPS {
-        let config = sqs_forwarder::call::direct::system_tls_config()
-            .map_err(|e| Error::protocol(format!("TLS: the root certificates: {e}")))?;
+        let config = tls_config()?;
         let server = rustls::pki_types::ServerName::try_from(host.to_owned())
             .map_err(|e| Error::protocol(format!("TLS: {host:?} is not a server name: {e}")))?;
         let tls = tokio_rustls::TlsConnector::from(config)
@@ -78,6 +77,18 @@ pub async fn open(uri: &AMQPUri, name: &str) -> Result<Connection, Error> {
         channel_max,
         next_channel: AtomicU16::new(1),
     })
+}
+
+/// The TLS configuration, made once per process: its session cache lets
+/// the next invocation's connection resume the session.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+    if let Some(c) = CONFIG.get() {
+        return Ok(c.clone());
+    }
+    let config = sqs_forwarder::call::direct::system_tls_config()
+        .map_err(|e| Error::protocol(format!("TLS: the root certificates: {e}")))?;
+    Ok(CONFIG.get_or_init(|| config).clone())
 }
 
 /// Either side's limit: the smaller, where 0 (no limit) gives way.

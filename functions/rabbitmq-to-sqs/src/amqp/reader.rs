@@ -118,12 +118,19 @@ impl Reader {
             AMQPFrame::Method(0, m) => self.connection_method(m).await,
             AMQPFrame::Method(ch, m) => self.channel_method(ch, m).await,
             AMQPFrame::Header(ch, header) => {
+                let cut = self.buf.take_cut();
                 let Some(p) = self.pending_mut(ch) else {
                     return Err(out_of_order("a content header", ch));
                 };
                 let size = usize::try_from(header.body_size)
                     .map_err(|_| Error::protocol("a message too large for memory".into()))?;
                 p.delivery.properties = header.properties;
+                if let Some(depth) = cut {
+                    p.delivery.fault = Some(format!(
+                        "its headers nest {depth} tables or arrays deep, more than the {} this function reads",
+                        super::nesting::MAX_NESTING
+                    ));
+                }
                 p.size = Some(size);
                 self.complete(ch)
             }
@@ -249,6 +256,7 @@ impl Reader {
             routing_key: routing_key.to_string(),
             properties: Default::default(),
             data: Vec::new(),
+            fault: None,
         };
         self.pending.push((
             ch,

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 
 use super::*;
 
-fn url() -> String {
+pub(crate) fn url() -> String {
     std::env::var("RABBITMQ_TEST_URL")
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
 }
@@ -47,6 +47,10 @@ async fn queue_with(
         .await
         .expect("lapin connects");
     let ch = conn.create_channel().await.expect("lapin channel");
+    // With confirms, a publish awaited is a message the queue holds.
+    ch.confirm_select(lapin::options::ConfirmSelectOptions::default())
+        .await
+        .expect("confirms");
     let q = unique(prefix);
     ch.queue_declare(
         q.as_str().into(),
@@ -341,4 +345,97 @@ fn limits_negotiate_to_the_smaller_unless_one_side_sets_none() {
     assert_eq!(negotiate(0u16, 60), 60);
     assert_eq!(negotiate(30u16, 0), 30);
     assert_eq!(negotiate(0u16, 0), 0);
+}
+
+/// Publish `body` to `queue` on `ch` with hand-made frames: a content
+/// header carrying `headers` (a field table's bytes, length first) and the
+/// message id `id`, as a publisher whose headers no codec would write
+/// (nested too deep for a recursive one) sends them.
+pub(crate) async fn publish_raw(ch: &Channel, queue: &str, headers: &[u8], id: &str, body: &[u8]) {
+    let publish = basic::Publish {
+        exchange: "".into(),
+        routing_key: queue.into(),
+        mandatory: false,
+        immediate: false,
+    };
+    let mut bytes = wire::encode(
+        &AMQPFrame::Method(ch.id, AMQPClass::Basic(basic::AMQPMethod::Publish(publish))),
+        Vec::new(),
+    )
+    .expect("encode");
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&60u16.to_be_bytes()); // class: basic
+    payload.extend_from_slice(&0u16.to_be_bytes()); // weight
+    payload.extend_from_slice(&(body.len() as u64).to_be_bytes());
+    payload.extend_from_slice(&(0x2000u16 | 0x0080).to_be_bytes()); // headers, message-id
+    payload.extend_from_slice(headers);
+    payload.push(id.len() as u8);
+    payload.extend_from_slice(id.as_bytes());
+    bytes.push(2);
+    bytes.extend_from_slice(&ch.id.to_be_bytes());
+    bytes.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    bytes.extend_from_slice(&payload);
+    bytes.push(0xCE);
+    bytes = wire::encode(&AMQPFrame::Body(ch.id, body.to_vec()), bytes).expect("encode");
+    let mut w = ch.shared.writer.lock().await;
+    w.io.write_all(&bytes).await.expect("write");
+    w.io.flush().await.expect("flush");
+}
+
+/// Wait until `queue` holds `n` ready messages (a raw publish has no
+/// confirm), for up to five seconds.
+pub(crate) async fn wait_ready(ch: &Channel, queue: &str, n: u32) {
+    for _ in 0..100 {
+        if ch.ready_count(queue).await.expect("declare") == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{queue} never held {n} messages");
+}
+
+#[tokio::test]
+async fn headers_nested_too_deep_to_parse_are_left_out_and_the_message_says_why() {
+    // 20,000 levels, about 100 KB: parsed recursively, that would take
+    // some 32 MB of stack and abort the process (this test's thread has 2).
+    let (q, lapin_ch, _lapin) = queue_with("amqp-deep", &[]).await;
+    let conn = open(&uri(""), "amqp-tests").await.expect("connects");
+    let ch = conn.create_channel().await.expect("channel");
+    publish_raw(&ch, &q, &nesting::nested(20_000), "deep-1", b"body one").await;
+    publish_raw(&ch, &q, &nesting::nested(10), "shallow-2", b"body two").await;
+    wait_ready(&ch, &q, 2).await;
+
+    let deep = ch
+        .basic_get(&q, false)
+        .await
+        .expect("get")
+        .expect("the deep one");
+    let why = deep.fault.as_deref().expect("a fault");
+    assert!(why.contains("20001 tables or arrays deep"), "{why}");
+    assert!(why.contains("more than the 64"), "{why}");
+    assert_eq!(deep.properties.headers(), &None);
+    assert_eq!(
+        deep.properties.message_id().as_ref().map(|s| s.as_str()),
+        Some("deep-1")
+    );
+    assert_eq!(deep.data, b"body one");
+
+    let shallow = ch
+        .basic_get(&q, false)
+        .await
+        .expect("get")
+        .expect("the shallow one");
+    assert_eq!(shallow.fault, None);
+    assert!(shallow.properties.headers().is_some());
+    assert_eq!(
+        shallow.properties.message_id().as_ref().map(|s| s.as_str()),
+        Some("shallow-2")
+    );
+    assert_eq!(shallow.data, b"body two");
+    ch.basic_ack(shallow.delivery_tag, true)
+        .await
+        .expect("ack both");
+    assert!(conn.connected());
+    conn.close().await.expect("close");
+    delete(&lapin_ch, &q).await;
 }

@@ -5,7 +5,7 @@
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::Error;
+use super::{Error, nesting};
 
 /// How much room a read asks for at least.
 const READ_CHUNK: usize = 64 * 1024;
@@ -25,6 +25,9 @@ pub(super) struct ReadBuf {
     start: usize,
     /// The largest frame the broker may send (header and end included).
     max_frame: usize,
+    /// How deep the headers nested of the last content header returned,
+    /// when they were left out for nesting too deep.
+    cut: Option<usize>,
 }
 
 impl ReadBuf {
@@ -33,7 +36,14 @@ impl ReadBuf {
             buf: Vec::with_capacity(READ_CHUNK),
             start: 0,
             max_frame: 128 * 1024,
+            cut: None,
         }
+    }
+
+    /// Whether the last frame returned was a content header whose headers
+    /// were left out, nesting this deep ([`nesting`]).
+    pub(super) fn take_cut(&mut self) -> Option<usize> {
+        self.cut.take()
     }
 
     /// The frame size agreed with the broker (`0`: none set).
@@ -69,20 +79,42 @@ impl ReadBuf {
                     self.max_frame
                 )));
             }
+            // A content header whose headers nest too deep for the parser
+            // is parsed without them.
+            if data[0] == 2
+                && let Some(whole) = data.get(..total)
+                && let Some((depth, frame)) = nesting::without_headers(whole)
+            {
+                let parsed = match parse_frame(frame.as_slice()) {
+                    Ok((_, f)) => f,
+                    Err(e) => {
+                        return Err(Error::protocol(format!(
+                            "the broker sent a frame that does not parse ({e})"
+                        )));
+                    }
+                };
+                self.consume(total);
+                self.cut = Some(depth);
+                return Ok(Some(parsed));
+            }
         }
         match parse_frame(data) {
             Ok((rest, frame)) => {
-                self.start += data.len() - rest.len();
-                if self.start == self.buf.len() {
-                    self.buf.clear();
-                    self.start = 0;
-                }
+                self.consume(data.len() - rest.len());
                 Ok(Some(frame))
             }
             Err(e) if e.is_incomplete() => Ok(None),
             Err(e) => Err(Error::protocol(format!(
                 "the broker sent a frame that does not parse ({e})"
             ))),
+        }
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
         }
     }
 

@@ -40,6 +40,18 @@ impl<T: Transport> Drain<'_, T> {
                     empty = true;
                     break;
                 };
+                pulled += 1;
+                taken += 1;
+                self.report.received += 1;
+                if let Some(why) = &d.fault {
+                    self.report.lost += 1;
+                    tracing::error!(
+                        queue,
+                        code = super::settle::UNREADABLE,
+                        "message lost (DELIVERY_MODE=auto-ack): {why}"
+                    );
+                    continue;
+                }
                 let tag = d.delivery_tag;
                 let incoming = Incoming::from_delivery(d, queue);
                 let plan = routing::plan(router.routes(), &incoming);
@@ -50,9 +62,6 @@ impl<T: Transport> Drain<'_, T> {
                         tracing::error!(queue, code = %f.code, "message lost (DELIVERY_MODE=auto-ack): {}", f.message);
                     }
                 }
-                pulled += 1;
-                taken += 1;
-                self.report.received += 1;
             }
             let report = &mut self.report;
             router

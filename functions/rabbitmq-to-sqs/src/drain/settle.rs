@@ -36,6 +36,10 @@ impl Mapped {
     }
 }
 
+/// The failure code of a message the AMQP client could not read whole
+/// ([`crate::amqp::Delivery::fault`]).
+pub(super) const UNREADABLE: &str = "UnreadableMessage";
+
 /// FIFO groups with a held message, per target (index: the target's):
 /// their later messages to that target are held too.
 #[derive(Default)]
@@ -98,6 +102,15 @@ impl<T: Transport> Drain<'_, T> {
         };
         for d in batch {
             let tag = d.delivery_tag;
+            if let Some(why) = &d.fault {
+                if let Some(id) = d.properties.message_id() {
+                    mapped.message_ids.insert(tag, id.to_string());
+                }
+                let failure = Failure::permanent(UNREADABLE, why.clone());
+                self.rejecting(tag, &mapped, &failure);
+                mapped.decisions.push((tag, Action::Reject));
+                continue;
+            }
             let incoming = Incoming::from_delivery(d, self.queue);
             if let Some(id) = &incoming.properties.message_id {
                 mapped.message_ids.insert(tag, id.clone());
