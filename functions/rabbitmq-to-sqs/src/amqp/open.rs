@@ -41,9 +41,16 @@ pub async fn open(uri: &AMQPUri, name: &str) -> Result<Connection, Error> {
         .host
         .trim_start_matches('[')
         .trim_end_matches(']');
-    let tcp = TcpStream::connect((host, uri.authority.port))
-        .await
-        .map_err(Error::io)?;
+    let connect = TcpStream::connect((host, uri.authority.port));
+    // The URL's `connection_timeout` (ms) bounds the TCP connect; the
+    // caller bounds the whole handshake.
+    let tcp = match uri.query.connection_timeout {
+        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), connect)
+            .await
+            .map_err(|_| Error::lost(&format!("no TCP connection within {ms} ms")))?,
+        None => connect.await,
+    }
+    .map_err(Error::io)?;
     tcp.set_nodelay(true).map_err(Error::io)?;
     let mut io: Stream = if uri.scheme == AMQPScheme::AMQPS {
         let config = tls_config()?;

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use amq_protocol::protocol::basic;
 use amq_protocol::types::{AMQPValue, FieldTable, ShortString};
 use amq_protocol::uri::AMQPUri;
 use lapin::options::{BasicPublishOptions, QueueDeclareOptions, QueueDeleteOptions};
