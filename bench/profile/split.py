@@ -33,10 +33,13 @@ OWNERS = [
     ("our pipeline: entries for the SDK (to_sdk_entry)", re.compile(r"to_sdk_entry|SqsTransport.*send_batch")),
     ("event parsing (JSON, base64, KPL)", re.compile(r"serde_json|serde::de|aws_lambda_events|base64|prost|"
                                                      r"kinesis_to_sqs::kpl|deserialize")),
+    # Before "our pipeline": rabbitmq-to-sqs's own client (src/amqp*) is the
+    # AMQP client's share, as lapin's thread was before it.
+    ("AMQP client (frames, deliveries: rabbitmq-to-sqs's amqp module; lapin before 2026-12-04)",
+     re.compile(r"rabbitmq_to_sqs::amqp|lapin|amq_protocol|flume")),
     ("our pipeline: messages, encoding, packing, outcomes", re.compile(r"sqs_forwarder|kinesis_to_sqs|s3_to_sqs|"
                                                                        r"apigw_to_sqs|rabbitmq_to_sqs")),
     ("Lambda runtime client", re.compile(r"lambda_runtime")),
-    ("AMQP client (lapin: its I/O thread, frames, deliveries)", re.compile(r"lapin|amq_protocol|flume")),
     ("tokio (scheduler, timers, I/O driver)", re.compile(r"tokio::")),
 ]
 
