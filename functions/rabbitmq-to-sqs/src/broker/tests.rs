@@ -141,3 +141,19 @@ fn bad_urls_say_why_without_the_password() {
         assert!(!e.is_empty());
     }
 }
+
+#[test]
+fn only_plain_login_is_accepted() {
+    // The function's client logs in with PLAIN only (Amazon MQ's and
+    // RabbitMQ's default); another mechanism is refused at start, by name.
+    for raw in [
+        "amqp://u:Secr3t@host/?auth_mechanism=external",
+        "amqp://u:Secr3t@host/?auth_mechanism=amqplain",
+    ] {
+        let e = BrokerUrl::parse(raw).expect_err(raw);
+        assert!(e.contains("only PLAIN"), "{raw}: {e}");
+        assert!(!e.contains("Secr3t"), "{raw}: {e}");
+    }
+    assert!(BrokerUrl::parse("amqp://u:Secr3t@host/?auth_mechanism=plain").is_ok());
+    assert!(BrokerUrl::parse("amqp://u:Secr3t@host/").is_ok());
+}
