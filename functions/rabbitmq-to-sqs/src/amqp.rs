@@ -210,6 +210,13 @@ impl Shared {
         Ok(())
     }
 
+    /// Apply `f` to channel `id`'s slot, if it has one.
+    fn with_slot(&self, id: u16, f: impl FnOnce(&mut Slot)) {
+        if let Some(slot) = self.state().channels.iter_mut().find(|s| s.id == id) {
+            f(slot);
+        }
+    }
+
     /// The error a call on channel `id` gets: the channel's close, else the
     /// connection's.
     fn channel_error(&self, id: u16) -> Error {

@@ -353,11 +353,6 @@ impl BrokerError {
     }
 }
 
-/// Whether an AMQP error is the broker refusing the login.
-pub fn is_access_refused(e: &amqp::Error) -> bool {
-    e.is_access_refused()
-}
-
 /// Connect to the broker, within `connect_timeout` for the whole handshake.
 pub async fn connect(
     url: &BrokerUrl,
@@ -374,7 +369,7 @@ pub async fn connect(
             url: url.redacted().to_owned(),
             ms: connect_timeout.as_millis(),
         }),
-        Ok(Err(e)) if is_access_refused(&e) => Err(BrokerError::AccessRefused {
+        Ok(Err(e)) if e.is_access_refused() => Err(BrokerError::AccessRefused {
             url: url.redacted().to_owned(),
             user,
             vhost: url.vhost().to_owned(),

@@ -92,13 +92,7 @@ pub use self::discover::discover;
 /// `SSL_CERT_DIR` honoured): for other TLS connections of a function (the
 /// RabbitMQ function's `amqps://`). The error says why no root was found.
 pub fn system_tls_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
-    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots::system()?)
-        .with_no_client_auth();
-    Ok(std::sync::Arc::new(config))
+    connect::client_config(roots::system()?).map(std::sync::Arc::new)
 }
 
 /// The SDK's connect timeout when its configuration sets none

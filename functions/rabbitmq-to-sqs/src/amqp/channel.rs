@@ -127,12 +127,7 @@ impl Channel {
     /// `basic.consume` on `queue`, acknowledged by the caller.
     pub async fn basic_consume(&self, queue: &str, tag: &str) -> Result<Consumer, Error> {
         let (tx, rx) = unbounded_channel();
-        {
-            let mut state = self.shared.state();
-            if let Some(slot) = state.channels.iter_mut().find(|s| s.id == self.id) {
-                slot.deliveries = Some(tx);
-            }
-        }
+        self.shared.with_slot(self.id, |s| s.deliveries = Some(tx));
         let consume = basic::Consume {
             queue: queue.into(),
             consumer_tag: tag.into(),
@@ -213,16 +208,9 @@ impl Channel {
         let reply = self
             .call(AMQPClass::Channel(channel::AMQPMethod::Close(close)))
             .await;
-        let mut state = self.shared.state();
-        if let Some(slot) = state.channels.iter_mut().find(|s| s.id == self.id) {
-            slot.replies = None;
-            slot.deliveries = None;
-            slot.closed
-                .get_or_insert_with(|| Error::lost("the channel was closed by this function"));
-        }
-        state
-            .channels
-            .retain(|s| s.id != self.id || s.replies.is_some());
+        // Its slot goes, and with it the senders of its replies and
+        // deliveries.
+        self.shared.state().channels.retain(|s| s.id != self.id);
         match reply? {
             Reply::Method(AMQPClass::Channel(channel::AMQPMethod::CloseOk(_))) => Ok(()),
             _ => Err(unexpected("channel.close-ok")),

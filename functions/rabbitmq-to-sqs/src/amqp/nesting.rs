@@ -10,6 +10,8 @@
 //! ([`without_headers`]) and the delivery says why ([`super::Delivery::fault`]),
 //! so the drain can reject it to the dead-letter exchange.
 
+use super::wire::u32_at;
+
 /// The deepest nesting of tables and arrays parsed (`x-death` needs 3;
 /// the mapping writes at most 16 levels as JSON).
 pub(super) const MAX_NESTING: usize = 64;
@@ -20,11 +22,6 @@ const HEADERS_FLAG: u16 = 0x2000;
 const BEFORE_HEADERS: [u16; 2] = [0x8000, 0x4000];
 /// Class id, weight and body size come before the property flags.
 const FLAGS_AT: usize = 12;
-
-fn u32_at(bytes: &[u8], at: usize) -> Option<usize> {
-    let b = bytes.get(at..at.checked_add(4)?)?;
-    usize::try_from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])).ok()
-}
 
 /// How deep the field table at the start of `bytes` (its length first)
 /// nests, counted without recursion, as far as it is well formed: where it

@@ -204,7 +204,7 @@ impl Reader {
             }
             AMQPClass::Basic(basic::AMQPMethod::Cancel(c)) => {
                 // The consumer's stream ends; the channel stays open.
-                self.with_slot(ch, |s| s.deliveries = None);
+                self.shared.with_slot(ch, |s| s.deliveries = None);
                 if !c.nowait {
                     let ok = basic::CancelOk {
                         consumer_tag: c.consumer_tag,
@@ -217,7 +217,7 @@ impl Reader {
             AMQPClass::Channel(channel::AMQPMethod::Close(c)) => {
                 let why = Error::closed("channel", c.reply_code, c.reply_text.as_str());
                 self.pending.retain(|(c, _)| *c != ch);
-                self.with_slot(ch, |s| {
+                self.shared.with_slot(ch, |s| {
                     s.closed = Some(why);
                     s.replies = None;
                     s.deliveries = None;
@@ -271,34 +271,26 @@ impl Reader {
 
     /// Hand the pending delivery of `ch` on if all its body is there.
     fn complete(&mut self, ch: u16) -> Result<(), Error> {
-        let done = match self.pending_mut(ch) {
-            Some(Pending {
-                size: Some(size),
-                delivery,
-                ..
-            }) => {
-                if delivery.data.len() > *size {
-                    return Err(Error::protocol(
-                        "the broker sent more body than the header said".into(),
-                    ));
-                }
-                delivery.data.len() == *size
-            }
-            _ => false,
-        };
-        if !done {
-            return Ok(());
-        }
         let Some(at) = self.pending.iter().position(|(c, _)| *c == ch) else {
             return Ok(());
         };
+        let p = &self.pending[at].1;
+        match p.size {
+            Some(size) if p.delivery.data.len() > size => {
+                return Err(Error::protocol(
+                    "the broker sent more body than the header said".into(),
+                ));
+            }
+            Some(size) if p.delivery.data.len() == size => {}
+            _ => return Ok(()),
+        }
         let (_, p) = self.pending.swap_remove(at);
         if p.get {
             self.reply(ch, Reply::Get(Some(Box::new(p.delivery))));
         } else {
             // A delivery to a cancelled consumer is dropped: the broker
             // requeues it when the channel closes.
-            self.with_slot(ch, |s| {
+            self.shared.with_slot(ch, |s| {
                 if let Some(tx) = &s.deliveries {
                     let _ = tx.send(p.delivery);
                 }
@@ -315,18 +307,11 @@ impl Reader {
     }
 
     fn reply(&self, ch: u16, reply: Reply) {
-        self.with_slot(ch, |s| {
+        self.shared.with_slot(ch, |s| {
             if let Some(tx) = &s.replies {
                 let _ = tx.send(reply);
             }
         });
-    }
-
-    fn with_slot(&self, ch: u16, f: impl FnOnce(&mut super::Slot)) {
-        let mut state = self.shared.state();
-        if let Some(slot) = state.channels.iter_mut().find(|s| s.id == ch) {
-            f(slot);
-        }
     }
 }
 

@@ -67,12 +67,9 @@ impl ReadBuf {
         // (its size is in octets 3 to 6, after its type: method 1, header 2,
         // body 3, heartbeat 8; anything else is left to the parser).
         if matches!(data[0], 1 | 2 | 3 | 8)
-            && let Some(size) = data.get(3..7)
+            && let Some(size) = u32_at(data, 3)
         {
-            let size = u32::from_be_bytes([size[0], size[1], size[2], size[3]]);
-            let total = usize::try_from(size)
-                .unwrap_or(usize::MAX)
-                .saturating_add(FRAME_OVERHEAD);
+            let total = size.saturating_add(FRAME_OVERHEAD);
             if total > self.max_frame {
                 return Err(Error::protocol(format!(
                     "the broker sent a frame of {total} bytes, over the {} agreed",
@@ -85,14 +82,7 @@ impl ReadBuf {
                 && let Some(whole) = data.get(..total)
                 && let Some((depth, frame)) = nesting::without_headers(whole)
             {
-                let parsed = match parse_frame(frame.as_slice()) {
-                    Ok((_, f)) => f,
-                    Err(e) => {
-                        return Err(Error::protocol(format!(
-                            "the broker sent a frame that does not parse ({e})"
-                        )));
-                    }
-                };
+                let (_, parsed) = parse_frame(frame.as_slice()).map_err(unparsable)?;
                 self.consume(total);
                 self.cut = Some(depth);
                 return Ok(Some(parsed));
@@ -104,9 +94,7 @@ impl ReadBuf {
                 Ok(Some(frame))
             }
             Err(e) if e.is_incomplete() => Ok(None),
-            Err(e) => Err(Error::protocol(format!(
-                "the broker sent a frame that does not parse ({e})"
-            ))),
+            Err(e) => Err(unparsable(e)),
         }
     }
 
@@ -128,6 +116,16 @@ impl ReadBuf {
         self.buf.reserve(READ_CHUNK);
         io.read_buf(&mut self.buf).await.map_err(Error::io)
     }
+}
+
+/// The big-endian 32-bit length at `at` in `bytes`, if they hold it.
+pub(super) fn u32_at(bytes: &[u8], at: usize) -> Option<usize> {
+    let b = bytes.get(at..at.checked_add(4)?)?;
+    usize::try_from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])).ok()
+}
+
+fn unparsable(e: impl std::fmt::Display) -> Error {
+    Error::protocol(format!("the broker sent a frame that does not parse ({e})"))
 }
 
 /// Append `frame`'s bytes to `out`.

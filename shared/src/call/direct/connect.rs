@@ -152,23 +152,33 @@ pub(super) fn http_client(
 /// [`super::roots`]), none otherwise (a plain-HTTP endpoint, local, has none
 /// to load).
 fn tls_config(roots: bool, proxied: bool) -> Result<rustls::ClientConfig, SetupError> {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| setup_error("TlsSetup", e.to_string()))?;
-    let builder = if roots {
-        builder.with_root_certificates(super::roots::system().map_err(|e| {
+    let roots = if roots {
+        super::roots::system().map_err(|e| {
             let what = if proxied {
                 "TLS roots (for the endpoint or its https:// proxy)"
             } else {
                 "TLS roots"
             };
             setup_error("TlsSetup", format!("{what}: {e}"))
-        })?)
+        })?
     } else {
-        builder.with_root_certificates(rustls::RootCertStore::empty())
+        Arc::new(rustls::RootCertStore::empty())
     };
-    Ok(builder.with_no_client_auth())
+    client_config(roots).map_err(|e| setup_error("TlsSetup", e))
+}
+
+/// rustls on aws-lc-rs, its safe default protocol versions, trusting
+/// `roots`, without a client certificate: every TLS client of the
+/// functions ([`super::system_tls_config`] too).
+pub(super) fn client_config(
+    roots: Arc<rustls::RootCertStore>,
+) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// The pooled HTTP/1.1 client, and the `Proxy-Authorization` each request
