@@ -23,6 +23,7 @@ use self::direct::DirectClient;
 use self::queue::{QueueInfo, QueueTarget};
 use self::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
 use crate::call::client_for::SqsClientFor;
+use crate::send::outcome::Failure;
 use crate::setup::error::SetupError;
 
 /// Which client makes the SQS calls (`SQS_CLIENT`).
@@ -127,6 +128,13 @@ impl Transport for SqsTransport {
         match &self.client {
             Client::Sdk(sqs) => Box::pin(sdk::send_batch(sqs, &self.queue_url, items)),
             Client::Direct(direct) => Box::pin(direct.send_batch(&self.queue_url, items)),
+        }
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), Failure>> {
+        match &self.client {
+            Client::Sdk(sqs) => Box::pin(sdk::probe(sqs, &self.queue_url)),
+            Client::Direct(direct) => Box::pin(direct.probe(&self.queue_url)),
         }
     }
 }

@@ -91,6 +91,7 @@ pub fn incoming(queue: &str, m: &RabbitMqMessage) -> Result<Incoming, Failure> {
         exchange: None,
         queue: queue.to_owned(),
         redelivered: m.redelivered,
+        raw: Vec::new(),
     })
 }
 

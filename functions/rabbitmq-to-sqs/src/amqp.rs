@@ -16,15 +16,22 @@
 //! takes a delivery whole (method, header and body frames) and hands it to
 //! its channel's consumer, and hands every other reply to the call waiting
 //! for it. Calls write their frames themselves. Nothing the broker sends
-//! can panic: a frame that does not parse or comes out of order ends the
-//! connection with an error.
+//! can panic. A delivery's frame the codec cannot read is read tolerantly
+//! ([`mend`]), so one message never ends the connection; any other frame
+//! that does not parse, or one out of order, ends it with an error.
 
+mod budget;
 mod channel;
+mod layout;
+mod mend;
 pub(crate) mod nesting;
+mod octets;
 mod open;
 mod reader;
+mod socket;
 mod wire;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -34,16 +41,23 @@ use amq_protocol::protocol::{AMQPClass, channel as channel_methods, connection};
 use tokio::io::{AsyncWriteExt, WriteHalf};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use self::budget::Budget;
 
 pub use self::channel::{Channel, Consumer};
-use self::open::Stream;
 pub use self::open::open;
+use self::socket::Stream;
 
 /// A message's basic properties, as the broker sent them.
 pub type Properties = amq_protocol::protocol::BasicProperties;
 
-/// The reply code of `connection.close` when the broker refuses the login.
+/// The reply code of `connection.close` when the broker refuses the login
+/// (or the user's access to the vhost).
 const ACCESS_REFUSED: u16 = 403;
+/// The reply code of `connection.close` when the broker does not allow the
+/// vhost: no permission on it for the user, or no such vhost.
+const NOT_ALLOWED: u16 = 530;
 
 /// One message taken from a queue.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,10 +74,88 @@ pub struct Delivery {
     pub properties: Properties,
     /// The body.
     pub data: Vec<u8>,
+    /// Its short strings that are not UTF-8 (AMQP allows any octets), with
+    /// their octets: in `exchange`, `routing_key` and `properties` they read
+    /// with `?` for each octet that is not part of UTF-8 text ([`mend`]).
+    /// Empty for nearly every message.
+    pub raw: Vec<RawText>,
     /// Why the message cannot be read whole: its headers nest deeper than
-    /// the client parses, so they are left out of `properties`. The drain
-    /// rejects such a message (to the dead-letter exchange).
+    /// the client parses, or its properties cannot be read, so they are
+    /// left out of `properties`. The drain rejects such a message (to the
+    /// dead-letter exchange).
     pub fault: Option<String>,
+}
+
+impl Delivery {
+    /// The octets of `field` when they are not UTF-8.
+    pub fn raw(&self, field: TextField) -> Option<&[u8]> {
+        self.raw
+            .iter()
+            .find(|r| r.field == field)
+            .map(|r| r.bytes.as_slice())
+    }
+}
+
+/// A short string of a delivery that is not UTF-8, and its octets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawText {
+    /// Which it is.
+    pub field: TextField,
+    /// Its octets, as the publisher sent them.
+    pub bytes: Vec<u8>,
+}
+
+/// The short strings a delivery carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextField {
+    /// The exchange it was published to.
+    Exchange,
+    /// Its routing key.
+    RoutingKey,
+    /// `content-type`.
+    ContentType,
+    /// `content-encoding`.
+    ContentEncoding,
+    /// `correlation-id`.
+    CorrelationId,
+    /// `reply-to`.
+    ReplyTo,
+    /// `expiration`.
+    Expiration,
+    /// `message-id`.
+    MessageId,
+    /// `type`.
+    Type,
+    /// `user-id`.
+    UserId,
+    /// `app-id`.
+    AppId,
+    /// `cluster-id`.
+    ClusterId,
+    /// A header's name (at any depth of the headers table).
+    HeaderName,
+}
+
+impl TextField {
+    /// Its name in logs: the property's (`message-id`), `routing-key`,
+    /// `exchange` or `header-name`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TextField::Exchange => "exchange",
+            TextField::RoutingKey => "routing-key",
+            TextField::ContentType => "content-type",
+            TextField::ContentEncoding => "content-encoding",
+            TextField::CorrelationId => "correlation-id",
+            TextField::ReplyTo => "reply-to",
+            TextField::Expiration => "expiration",
+            TextField::MessageId => "message-id",
+            TextField::Type => "type",
+            TextField::UserId => "user-id",
+            TextField::AppId => "app-id",
+            TextField::ClusterId => "cluster-id",
+            TextField::HeaderName => "header-name",
+        }
+    }
 }
 
 /// What went wrong, in words that never hold a password (the login is not
@@ -128,7 +220,18 @@ impl Error {
         }
     }
 
-    /// Whether the broker refused the login.
+    /// The broker's `connection.close` during the handshake: a refused
+    /// login (403) or a vhost the user may not open (530, also for a vhost
+    /// the broker does not have) are both access refused.
+    fn refused_at_open(code: u16, text: &str) -> Self {
+        let mut e = Error::closed("connection", code, text);
+        if code == NOT_ALLOWED {
+            e.kind = ErrorKind::AccessRefused;
+        }
+        e
+    }
+
+    /// Whether the broker refused the login or the vhost.
     pub fn is_access_refused(&self) -> bool {
         self.kind == ErrorKind::AccessRefused
     }
@@ -147,11 +250,38 @@ struct Slot {
     id: u16,
     /// Where replies go; `None` once the channel is closed.
     replies: Option<UnboundedSender<Reply>>,
-    /// The consumer's deliveries; `None` without a consumer, or once the
-    /// broker cancelled it or closed the channel.
+    /// The consumer's deliveries; `None` without a consumer, once the drain
+    /// stopped taking them, or once the broker cancelled it or closed the
+    /// channel.
     deliveries: Option<UnboundedSender<Delivery>>,
+    /// The bytes the consumer's deliveries hold, and their bound.
+    budget: Option<Arc<Budget>>,
+    /// Tags of deliveries to the consumer that nobody takes (it was
+    /// stopped or cancelled): unacknowledged, for the drain to give back.
+    untaken: Vec<u64>,
     /// Why the channel is closed.
     closed: Option<Error>,
+}
+
+impl Slot {
+    fn new(id: u16, replies: UnboundedSender<Reply>) -> Self {
+        Slot {
+            id,
+            replies: Some(replies),
+            deliveries: None,
+            budget: None,
+            untaken: Vec::new(),
+            closed: None,
+        }
+    }
+
+    /// The consumer's budget, when its deliveries are taken and it is
+    /// reached: the reader waits until bytes are released.
+    fn full(&self) -> Option<&Arc<Budget>> {
+        self.budget
+            .as_ref()
+            .filter(|b| self.deliveries.is_some() && b.exceeded())
+    }
 }
 
 #[derive(Default)]
@@ -176,6 +306,8 @@ struct Shared {
     writer: tokio::sync::Mutex<Writer>,
     /// Set when the reader has ended.
     done: tokio::sync::watch::Sender<bool>,
+    /// When every wait on the broker must have ended (`None`: no bound).
+    deadline: Mutex<Option<Instant>>,
 }
 
 impl Shared {
@@ -185,8 +317,36 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Write `frames` and flush them.
+    /// `wait`, or the connection ended as stalled when the deadline comes
+    /// first: nothing more is sent on it, and every later call fails at
+    /// once.
+    async fn within_deadline<T>(
+        &self,
+        wait: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        let deadline = *self.deadline.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(at) = deadline else {
+            return wait.await;
+        };
+        match tokio::time::timeout_at(at, wait).await {
+            Ok(result) => result,
+            Err(_) => {
+                let why = Error::lost(
+                    "the broker did not answer before the invocation's deadline (less half of DEADLINE_MARGIN_MS): the link to it stalled",
+                );
+                self.end(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Write `frames` and flush them, before the deadline.
     async fn send(&self, frames: &[AMQPFrame]) -> Result<(), Error> {
+        self.within_deadline(self.write(frames)).await
+    }
+
+    /// Write `frames` and flush them.
+    async fn write(&self, frames: &[AMQPFrame]) -> Result<(), Error> {
         let mut w = self.writer.lock().await;
         if w.broken {
             return Err(Error::lost(
@@ -241,6 +401,12 @@ impl Shared {
             slot.closed.get_or_insert_with(|| why.clone());
         }
     }
+
+    /// A consumer's budget that is reached, if one is: the reader must not
+    /// read until bytes are released.
+    fn full_budget(&self) -> Option<Arc<Budget>> {
+        self.state().channels.iter().find_map(|s| s.full().cloned())
+    }
 }
 
 /// An open connection. Dropping it ends its reader and the socket.
@@ -278,12 +444,7 @@ impl Connection {
             if let Some(e) = &state.closed {
                 return Err(e.clone());
             }
-            state.channels.push(Slot {
-                id,
-                replies: Some(tx),
-                deliveries: None,
-                closed: None,
-            });
+            state.channels.push(Slot::new(id, tx));
         }
         let channel = Channel {
             id,
@@ -324,12 +485,29 @@ impl Connection {
         // The reader ends at the broker's close-ok (or the socket's end);
         // then the socket is shut down (with TLS, its `close_notify`).
         let mut done = self.shared.done.subscribe();
-        let _ = tokio::time::timeout(Duration::from_secs(1), async {
-            let _ = done.wait_for(|d| *d).await;
-            let _ = self.shared.writer.lock().await.io.shutdown().await;
-        })
-        .await;
+        let _ = self
+            .shared
+            .within_deadline(async {
+                let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                    let _ = done.wait_for(|d| *d).await;
+                    let _ = self.shared.writer.lock().await.io.shutdown().await;
+                })
+                .await;
+                Ok(())
+            })
+            .await;
         Ok(())
+    }
+
+    /// Bound every later wait on the broker (calls, acks, closes) by `at`:
+    /// when the link stalls, the wait ends there, with an error, and the
+    /// connection is given up (the broker requeues what was not settled).
+    pub fn set_deadline(&self, at: Option<Instant>) {
+        *self
+            .shared
+            .deadline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = at;
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use amq_protocol::uri::{AMQPScheme, AMQPUri, SASLMechanism};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use tokio::time::Instant;
 
 use crate::amqp::{self, Connection};
 
@@ -312,9 +313,9 @@ pub enum BrokerError {
         /// The timeout.
         ms: u128,
     },
-    /// The broker refused the login.
+    /// The broker refused the login, or the user's access to the vhost.
     #[error(
-        "RabbitMQ at {url} refused the login of user {user:?}: wrong user name or password, or no access to vhost {vhost:?} ({detail})"
+        "RabbitMQ at {url} refused the login of user {user:?} to vhost {vhost:?}: a wrong user name or password, no permission on the vhost, or a vhost the broker does not have ({detail})"
     )]
     AccessRefused {
         /// Redacted URL.
@@ -353,18 +354,29 @@ impl BrokerError {
     }
 }
 
-/// Connect to the broker, within `connect_timeout` for the whole handshake.
+/// Connect to the broker, within `connect_timeout` for the whole handshake
+/// (TCP, TLS, AMQP), and by `deadline` when that comes first.
 pub async fn connect(
     url: &BrokerUrl,
     credentials: Option<&Credentials>,
     heartbeat: u16,
     connect_timeout: Duration,
+    deadline: Option<Instant>,
     connection_name: &str,
     secrets: &Secrets,
 ) -> Result<Connection, BrokerError> {
     let uri = url.connect_uri(credentials, heartbeat, connect_timeout);
     let user = uri.authority.userinfo.username.clone();
-    match tokio::time::timeout(connect_timeout, amqp::open(&uri, connection_name)).await {
+    let timeout_at = Instant::now() + connect_timeout;
+    let (at, by_deadline) = match deadline {
+        Some(d) if d < timeout_at => (d, true),
+        _ => (timeout_at, false),
+    };
+    match tokio::time::timeout_at(at, amqp::open(&uri, connection_name)).await {
+        Err(_) if by_deadline => Err(BrokerError::Connect {
+            url: url.redacted().to_owned(),
+            detail: "no complete handshake before the invocation's deadline (less half of DEADLINE_MARGIN_MS)".into(),
+        }),
         Err(_) => Err(BrokerError::Timeout {
             url: url.redacted().to_owned(),
             ms: connect_timeout.as_millis(),

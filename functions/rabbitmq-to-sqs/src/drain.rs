@@ -11,14 +11,26 @@
 //!   reports no ready message);
 //! * `RABBITMQ_MAX_MESSAGES` taken in this invocation (all queues together);
 //! * less than `RABBITMQ_STOP_MARGIN_MS` left before the Lambda deadline;
-//! * the prefetch window is full of messages SQS did not take, or SQS refused
-//!   a call for a reason no retry fixes (access denied, missing queue).
+//! * SQS did not take a message of the last batch for a reason of its own
+//!   (after every retry, or refused for good: access denied, a missing
+//!   queue), or did not answer before anything was taken
+//!   ([`health`]): no queue after it is drained this tick either;
+//! * the prefetch window is full of messages held behind a held one of
+//!   their FIFO group.
 //!
 //! Messages SQS did not take but might later are held unacknowledged until
-//! the drain of their queue ends and then requeued, so one invocation never
-//! takes the same failing message twice. On a FIFO target, later messages of
-//! a held message's group to that target are held too, so a group's order
-//! survives on each target.
+//! the drain of their queue ends, and then given back (after the consumer
+//! is cancelled, so that each costs one delivery attempt on a quorum
+//! queue), so one invocation never takes the same failing message twice.
+//! On a FIFO target, later messages of a held message's group to that
+//! target are held too, so a group's order survives on each target.
+//!
+//! Every wait on the broker ends by the invocation's deadline less half of
+//! `DEADLINE_MARGIN_MS` ([`crate::amqp::Connection::set_deadline`]): a
+//! stalled link ends the tick with an error, in time to answer. The
+//! deliveries held at once are bounded by count (the prefetch) and by bytes
+//! (`RABBITMQ_MAX_BATCH_BYTES`). After each queue's drain its ready count
+//! is reported (`QueueBacklog`).
 //!
 //! With routing rules (`ROUTES`) each delivery goes to the target its rules
 //! name; one the rules send nowhere is done (acked, counted in `dropped`),
@@ -39,6 +51,7 @@
 //! what it uses ([`Poller`]).
 
 mod consume;
+pub mod health;
 mod pull;
 mod report;
 mod settle;
@@ -51,6 +64,7 @@ use sqs_forwarder::{Failure, Transport};
 use tokio::time::Instant;
 
 pub use self::report::{PollReport, QueueReport, StopReason};
+use self::health::SqsHealth;
 use self::settle::BlockedGroups;
 use crate::broker::Secrets;
 use crate::mapping::Mapper;
@@ -68,6 +82,8 @@ pub struct Poller<'a, T> {
     pub settings: &'a Settings,
     /// Passwords to scrub from broker errors.
     pub secrets: &'a Secrets,
+    /// Whether SQS takes messages, as the last tick found it.
+    pub health: &'a SqsHealth,
 }
 
 impl<T> Clone for Poller<'_, T> {
@@ -105,6 +121,7 @@ impl<'a, T: Transport> Poller<'a, T> {
         let mut report = PollReport::default();
         let mut budget = self.settings.max_messages;
         let mut lost = false;
+        let mut sqs_failing = false;
         for queue in queues {
             if lost || budget == 0 || Instant::now() >= stop_at {
                 report.queues.push(QueueReport {
@@ -113,9 +130,19 @@ impl<'a, T: Transport> Poller<'a, T> {
                 });
                 continue;
             }
-            let r = Drain::run(self, conn, queue, budget, stop_at, send_deadline).await;
+            let r = if sqs_failing {
+                // Only its backlog is read: nothing is taken.
+                Drain::<T>::backlog_only(conn, queue).await
+            } else {
+                Drain::run(self, conn, queue, budget, stop_at, send_deadline).await
+            };
             budget = budget.saturating_sub(r.received);
             lost = !conn.connected();
+            sqs_failing |= r.stop == StopReason::SqsFailing;
+            if let Some(b) = r.backlog {
+                metrics::histogram!(crate::metric::QUEUE_BACKLOG, "Queue" => r.queue.clone())
+                    .record(f64::from(b));
+            }
             tracing::info!(
                 queue = %r.queue,
                 received = r.received,
@@ -124,11 +151,18 @@ impl<'a, T: Transport> Poller<'a, T> {
                 rejected = r.rejected,
                 requeued = r.requeued,
                 lost = r.lost,
+                untaken = r.untaken,
+                backlog = r.backlog.map_or(-1, i64::from),
                 stop = r.stop.name(),
                 error = r.error.as_deref().unwrap_or(""),
                 "queue drained"
             );
             report.queues.push(r);
+        }
+        let backlogs: Vec<u32> = report.queues.iter().filter_map(|q| q.backlog).collect();
+        if !backlogs.is_empty() {
+            let total: u64 = backlogs.iter().map(|b| u64::from(*b)).sum();
+            metrics::histogram!(crate::metric::QUEUE_BACKLOG).record(total as f64);
         }
         if conn.connected()
             && let Err(e) = conn.close().await
@@ -155,6 +189,8 @@ struct Drain<'a, T> {
     /// FIFO groups with a held message, per target: their later messages
     /// to that target are held too.
     blocked_groups: BlockedGroups,
+    /// Targets (by index) SQS failed a message of in this drain.
+    failing_targets: BTreeSet<usize>,
     report: QueueReport,
     /// Most messages this drain may take.
     budget: u64,
@@ -189,6 +225,7 @@ impl<'a, T: Transport> Drain<'a, T> {
             channel,
             held: BTreeSet::new(),
             blocked_groups: BlockedGroups::default(),
+            failing_targets: BTreeSet::new(),
             report: QueueReport::new(queue),
             budget,
             stop_at,
@@ -205,6 +242,7 @@ impl<'a, T: Transport> Drain<'a, T> {
                 drain.report.error = Some(e);
             }
         }
+        drain.final_backlog().await;
         // Closing the channel hands back to the queue whatever the broker
         // had prefetched for this consumer and nobody took.
         if drain.channel.connected()
@@ -217,6 +255,39 @@ impl<'a, T: Transport> Drain<'a, T> {
 
     fn describe(&self, doing: &str, e: &amqp::Error) -> DrainError {
         self.poller.describe(doing, e)
+    }
+
+    /// The queue's ready count after its drain, unless the last count
+    /// still holds (nothing taken since, or the queue found empty) or the
+    /// channel is gone.
+    async fn final_backlog(&mut self) {
+        let counted = self.report.received == 0 || self.report.stop == StopReason::Empty;
+        if self.report.backlog.is_some() && counted {
+            return;
+        }
+        if !self.channel.connected() || self.report.stop == StopReason::Cancelled {
+            self.report.backlog = None;
+            return;
+        }
+        if self.ready_count().await.is_err() {
+            self.report.backlog = None;
+        }
+    }
+
+    /// A queue not drained because SQS is failing this tick: its backlog
+    /// only (one passive declare on a channel of its own).
+    async fn backlog_only(conn: &Connection, queue: &str) -> QueueReport {
+        let mut report = QueueReport {
+            stop: StopReason::SqsFailing,
+            ..QueueReport::new(queue)
+        };
+        if let Ok(channel) = conn.create_channel().await {
+            report.backlog = channel.ready_count(queue).await.ok();
+            if channel.connected() {
+                let _ = channel.close().await;
+            }
+        }
+        report
     }
 }
 

@@ -18,6 +18,13 @@ pub fn sqs_id(value: &str) -> Cow<'_, str> {
     sqs_forwarder::message::fifo_id::or_hashed(value, "sha256:", |v| Sha256::digest(v.as_bytes()))
 }
 
+/// The id of a value that is not UTF-8 (a routing key or message id as the
+/// publisher sent its octets): `sha256:` and the hex SHA-256 of the octets.
+/// SQS could never take the value itself, and no text's id is the same.
+pub fn sqs_id_of_octets(octets: &[u8]) -> String {
+    sqs_forwarder::message::fifo_id::hashed("sha256:", Sha256::digest(octets))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -31,6 +38,19 @@ mod tests {
             sqs_id("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"),
             "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
         );
+    }
+
+    #[test]
+    fn octets_that_are_not_text_are_hashed_as_octets() {
+        let latin1 = b"caf\xe9";
+        let id = sqs_id_of_octets(latin1);
+        assert!(is_valid(&id) && id.starts_with("sha256:"), "{id}");
+        assert_eq!(sqs_id_of_octets(latin1), id, "same octets, same id");
+        assert_ne!(sqs_id_of_octets(b"caf\xe8"), id);
+        // The text the octets read as (`?` for the octet that is not
+        // UTF-8), and that text's UTF-8 spelling, have other ids.
+        assert_ne!(sqs_id("caf?"), id.as_str());
+        assert_ne!(sqs_id("café"), id.as_str());
     }
 
     #[test]

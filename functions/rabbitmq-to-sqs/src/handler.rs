@@ -10,6 +10,7 @@ use sqs_forwarder::{ConfigError, Forwarder, Transport};
 use tokio::time::Instant;
 
 use crate::broker::{self, BrokerError, Secrets};
+use crate::drain::health::SqsHealth;
 use crate::drain::{PollReport, Poller};
 use crate::error::HandlerError;
 use crate::mapping::Mapper;
@@ -32,6 +33,8 @@ pub struct Handler<T> {
     secret: Option<SecretSource>,
     secrets: Secrets,
     connection_name: String,
+    /// Whether SQS takes messages, as the last tick found it.
+    health: SqsHealth,
 }
 
 impl<T: Transport> Handler<T> {
@@ -120,6 +123,7 @@ impl<T: Transport> Handler<T> {
             secret,
             secrets,
             connection_name: SERVICE.to_owned(),
+            health: SqsHealth::default(),
         })
     }
 
@@ -150,11 +154,18 @@ impl<T: Transport> Handler<T> {
         self.secrets.scrub(text)
     }
 
+    /// Whether SQS takes messages, as the last tick found it.
+    pub fn health(&self) -> &SqsHealth {
+        &self.health
+    }
+
     /// Connect to the broker, reading the password secret if there is one;
     /// a refused login with a secret reads the secret once more (rotation).
+    /// The handshake ends by `deadline`, if there is one.
     pub async fn connect(
         &self,
         broker: &BrokerSettings,
+        deadline: Option<Instant>,
     ) -> Result<crate::amqp::Connection, BrokerError> {
         let attempt = |credentials: Option<broker::Credentials>| {
             let mut secrets = self.secrets.clone();
@@ -167,6 +178,7 @@ impl<T: Transport> Handler<T> {
                     credentials.as_ref(),
                     self.settings.heartbeat,
                     self.settings.connect_timeout,
+                    deadline,
                     &self.connection_name,
                     &secrets,
                 )
@@ -252,19 +264,24 @@ impl<T: Transport> Handler<T> {
     }
 
     /// Poll the configured broker: drain every queue, then close. Stops
-    /// taking messages at `stop_at`; sends stop at `send_deadline`.
+    /// taking messages at `stop_at`; sends stop at `send_deadline`, and
+    /// every wait on the broker half `DEADLINE_MARGIN_MS` after it (so a
+    /// stalled link ends the tick with an error, in time to answer).
     pub async fn poll(
         &self,
         broker: &BrokerSettings,
         stop_at: Instant,
         send_deadline: Option<Instant>,
     ) -> Result<PollReport, BrokerError> {
-        let conn = self.connect(broker).await?;
+        let broker_deadline = send_deadline.map(|d| d + self.deadline_margin / 2);
+        let conn = self.connect(broker, broker_deadline).await?;
+        conn.set_deadline(broker_deadline);
         let poller = Poller {
             router: &self.router,
             mapper: &self.mapper,
             settings: &self.settings,
             secrets: &self.secrets,
+            health: &self.health,
         };
         Ok(poller
             .poll(&conn, &broker.queues, stop_at, send_deadline)

@@ -68,4 +68,13 @@ pub mod metric {
     pub const HEADERS_FOLDED: &str = "HeadersFolded";
     /// Headers left out because the message would not fit otherwise.
     pub const HEADERS_DROPPED: &str = "HeadersDropped";
+    /// Deliveries with a short string (routing key, exchange, property,
+    /// header name) that is not UTF-8, forwarded with its octets.
+    pub const NON_UTF8_MESSAGES: &str = "NonUtf8Messages";
+    /// Deliveries the client could not read whole, rejected to the
+    /// dead-letter exchange (`UnreadableMessage`).
+    pub const UNREADABLE_MESSAGES: &str = "UnreadableMessages";
+    /// A queue's ready messages after its drain (dimension `Queue`; without
+    /// it, all the queues of the tick together).
+    pub const QUEUE_BACKLOG: &str = "QueueBacklog";
 }

@@ -32,7 +32,8 @@ mod incoming;
 use sqs_forwarder::route::{Plan, Router};
 use sqs_forwarder::{Body, Failure, Message, Routed, Transport};
 
-use crate::fifo_id::sqs_id;
+use crate::amqp::TextField;
+use crate::fifo_id::{sqs_id, sqs_id_of_octets};
 use crate::fold::{Room, fit_beside, report};
 use crate::settings::{DedupFrom, DeliveryMode, GroupFrom, MappingRules, Property};
 pub use crate::values::{FieldValue, MAX_DEPTH, TOO_DEEP, amqp_value, json_value};
@@ -185,17 +186,22 @@ impl Mapper {
         let mut group = None;
         if self.fifo {
             let props = &m.properties;
+            // An id from a value that is not UTF-8 is hashed from its
+            // octets, so that values reading alike keep apart.
+            let id = |v: &Option<String>, f: TextField| match m.raw(f) {
+                Some(octets) => Some(sqs_id_of_octets(octets)),
+                None => v.clone(),
+            };
+            let message_id = || id(&props.message_id, TextField::MessageId);
+            let correlation_id = || id(&props.correlation_id, TextField::CorrelationId);
             dedup = match self.rules.dedup {
-                DedupFrom::Auto => props
-                    .message_id
-                    .clone()
-                    .or_else(|| props.correlation_id.clone()),
-                DedupFrom::MessageId => props.message_id.clone(),
-                DedupFrom::CorrelationId => props.correlation_id.clone(),
+                DedupFrom::Auto => message_id().or_else(correlation_id),
+                DedupFrom::MessageId => message_id(),
+                DedupFrom::CorrelationId => correlation_id(),
                 DedupFrom::None => None,
             };
             let from_source = match &self.rules.group {
-                GroupFrom::RoutingKey => m.routing_key.clone(),
+                GroupFrom::RoutingKey => id(&m.routing_key, TextField::RoutingKey),
                 GroupFrom::Header(h) => m
                     .headers
                     .iter()
@@ -249,7 +255,14 @@ impl Mapper {
     }
 }
 
+/// The value of property `p` of `m`: its octets as they came when they
+/// are not UTF-8 (a `Binary` attribute), else its text.
 fn property(m: &Incoming, p: Property) -> Option<FieldValue> {
+    if let Some(field) = text_field(p)
+        && let Some(octets) = m.raw(field)
+    {
+        return Some(FieldValue::Bytes(octets.to_vec()));
+    }
     let props = &m.properties;
     let text = |s: &Option<String>| s.clone().map(FieldValue::Text);
     match p {
@@ -272,6 +285,27 @@ fn property(m: &Incoming, p: Property) -> Option<FieldValue> {
         Property::Exchange => text(&m.exchange),
         Property::Redelivered => Some(FieldValue::Bool(m.redelivered)),
     }
+}
+
+/// The short string property `p` is, if it is one.
+fn text_field(p: Property) -> Option<TextField> {
+    Some(match p {
+        Property::ContentType => TextField::ContentType,
+        Property::ContentEncoding => TextField::ContentEncoding,
+        Property::CorrelationId => TextField::CorrelationId,
+        Property::MessageId => TextField::MessageId,
+        Property::ReplyTo => TextField::ReplyTo,
+        Property::Expiration => TextField::Expiration,
+        Property::Type => TextField::Type,
+        Property::UserId => TextField::UserId,
+        Property::AppId => TextField::AppId,
+        Property::ClusterId => TextField::ClusterId,
+        Property::RoutingKey => TextField::RoutingKey,
+        Property::Exchange => TextField::Exchange,
+        Property::Timestamp | Property::Priority | Property::DeliveryMode | Property::Redelivered => {
+            return None;
+        }
+    })
 }
 
 #[cfg(test)]

@@ -58,6 +58,14 @@ pub const RABBITMQ_HEARTBEAT_S: Variable =
 /// `RABBITMQ_IDLE_MS`.
 pub const RABBITMQ_IDLE_MS: Variable =
     Variable::number("RABBITMQ_IDLE_MS", "200", 10, 60_000, " ms");
+/// `RABBITMQ_MAX_BATCH_BYTES` (default: [`default_max_batch_bytes`]).
+pub const RABBITMQ_MAX_BATCH_BYTES: Variable = Variable::number(
+    "RABBITMQ_MAX_BATCH_BYTES",
+    "",
+    1 << 20,
+    1 << 34,
+    " bytes",
+);
 /// `DEDUPLICATION_ID_FROM`.
 pub const DEDUPLICATION_ID_FROM: Variable =
     Variable::words::<DedupFrom>("DEDUPLICATION_ID_FROM", "auto");
@@ -92,6 +100,7 @@ pub const VARIABLES: &[Variable] = &[
     RABBITMQ_CONNECT_TIMEOUT_MS,
     RABBITMQ_HEARTBEAT_S,
     RABBITMQ_IDLE_MS,
+    RABBITMQ_MAX_BATCH_BYTES,
     DEDUPLICATION_ID_FROM,
     GROUP_ID_FROM,
     PROPERTY_ATTRIBUTES,
@@ -132,6 +141,10 @@ pub struct Settings {
     /// `RABBITMQ_IDLE_MS`: how long to wait for a delivery before asking
     /// the broker whether the queue is empty.
     pub idle: Duration,
+    /// `RABBITMQ_MAX_BATCH_BYTES`: the most message bytes (bodies) taken
+    /// and not yet settled at once; the drain takes no more until it has
+    /// settled what it holds.
+    pub max_batch_bytes: usize,
     /// Property, header, group and deduplication mapping.
     pub mapping: MappingRules,
 }
@@ -203,6 +216,10 @@ impl Settings {
         let connect_timeout = millis(&RABBITMQ_CONNECT_TIMEOUT_MS)?;
         let heartbeat = env.required_number(&RABBITMQ_HEARTBEAT_S)? as u16;
         let idle = millis(&RABBITMQ_IDLE_MS)?;
+        let max_batch_bytes = match env.number(&RABBITMQ_MAX_BATCH_BYTES)? {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => default_max_batch_bytes(env.get(MEMORY_SIZE).as_deref()),
+        };
 
         let dedup = env.choice(&DEDUPLICATION_ID_FROM)?;
         if mode == DeliveryMode::ExactlyOnce
@@ -288,6 +305,7 @@ impl Settings {
             connect_timeout,
             heartbeat,
             idle,
+            max_batch_bytes,
             mapping: MappingRules {
                 dedup,
                 group,
@@ -296,6 +314,22 @@ impl Settings {
             },
         })
     }
+}
+
+/// Where Lambda says how much memory the function has, in MB.
+pub const MEMORY_SIZE: &str = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE";
+
+/// The default of `RABBITMQ_MAX_BATCH_BYTES`: an eighth of the function's
+/// memory (`memory_mb`, Lambda's `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`), 16 MiB
+/// at 128 MB, and 16 MiB outside Lambda. The bodies held are kept about
+/// twice (as taken, and encoded into the calls in flight) beside the
+/// process's own 20-40 MB, so an eighth leaves room at every size.
+pub fn default_max_batch_bytes(memory_mb: Option<&str>) -> usize {
+    let mb = memory_mb
+        .and_then(|m| m.trim().parse::<usize>().ok())
+        .filter(|m| *m > 0)
+        .unwrap_or(128);
+    (mb << 20) / 8
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use amq_protocol::types::{AMQPValue, FieldTable};
 use base64::Engine as _;
 use serde_json::{Map, Number, Value};
 use sqs_forwarder::Attribute;
-use sqs_forwarder::message::encode::is_sqs_text;
+use sqs_forwarder::message::encode::{is_sqs_number, is_sqs_text};
 
 /// A header or property value, whatever the source.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,9 +45,9 @@ pub fn amqp_value(v: &AMQPValue) -> FieldValue {
         AMQPValue::LongUInt(n) => FieldValue::Number(n.to_string()),
         AMQPValue::LongLongInt(n) => FieldValue::Number(n.to_string()),
         AMQPValue::Timestamp(n) => FieldValue::Number(n.to_string()),
-        AMQPValue::Float(f) => float(f64::from(*f)),
-        AMQPValue::Double(f) => float(*f),
-        AMQPValue::DecimalValue(d) => FieldValue::Number(decimal(d.value, d.scale)),
+        AMQPValue::Float(f) => float(*f, f.is_finite()),
+        AMQPValue::Double(f) => float(*f, f.is_finite()),
+        AMQPValue::DecimalValue(d) => decimal_value(d.value, d.scale),
         AMQPValue::ShortString(s) => FieldValue::Text(s.as_str().to_owned()),
         AMQPValue::LongString(s) => FieldValue::Bytes(s.as_bytes().to_vec()),
         AMQPValue::ByteArray(b) => FieldValue::Bytes(b.as_slice().to_vec()),
@@ -61,11 +61,29 @@ pub fn amqp_value(v: &AMQPValue) -> FieldValue {
     }
 }
 
-fn float(f: f64) -> FieldValue {
-    if f.is_finite() {
-        FieldValue::Number(f.to_string())
+/// A float: a number when SQS takes it as one (at most 38 digits, between
+/// 10^-128 and 10^126), else text in exponent form (`1e200`, `5e-324`,
+/// `inf`, `NaN`), which no header can then cost a message.
+/// Written with the float's own shortest digits (an `f32` as an `f32`).
+fn float<F: std::fmt::Display + std::fmt::LowerExp>(f: F, finite: bool) -> FieldValue {
+    let text = f.to_string();
+    if finite && is_sqs_number(&text) {
+        FieldValue::Number(text)
+    } else if finite {
+        FieldValue::Text(format!("{f:e}"))
     } else {
-        FieldValue::Text(f.to_string())
+        FieldValue::Text(text)
+    }
+}
+
+/// A decimal: a number when SQS takes it as one, else text in exponent form
+/// (`123e-200`).
+fn decimal_value(value: u32, scale: u8) -> FieldValue {
+    let text = decimal(value, scale);
+    if is_sqs_number(&text) {
+        FieldValue::Number(text)
+    } else {
+        FieldValue::Text(format!("{value}e-{scale}"))
     }
 }
 
@@ -211,7 +229,10 @@ pub(crate) fn attribute(name: &str, value: &FieldValue) -> Option<Attribute> {
             Ok(s) => text_or_binary(s),
             Err(_) => Some(Attribute::binary(name.to_owned(), b.clone())),
         },
-        FieldValue::Number(n) => Some(Attribute::number(name.to_owned(), n)),
+        // A number SQS would refuse as a Number (an `aws:rmq` event's JSON
+        // can hold any) goes as its text.
+        FieldValue::Number(n) if is_sqs_number(n) => Some(Attribute::number(name.to_owned(), n)),
+        FieldValue::Number(n) => text_or_binary(n),
         FieldValue::Bool(b) => Some(Attribute::string(name.to_owned(), b.to_string())),
         FieldValue::Void => None,
     }

@@ -63,6 +63,7 @@ const BAD: &[Case] = &[
     ("RABBITMQ_CONNECT_TIMEOUT_MS", "10", &[], "10", "100"),
     ("RABBITMQ_HEARTBEAT_S", "3601", &[], "3601", "3600"),
     ("RABBITMQ_IDLE_MS", "5", &[], "5", "60000"),
+    ("RABBITMQ_MAX_BATCH_BYTES", "1000", &[], "1000", "1048576"),
     (
         "DEDUPLICATION_ID_FROM",
         "body",

@@ -42,7 +42,8 @@ pub struct QueueInfo {
     pub content_based_deduplication: Option<bool>,
 }
 
-fn is_access_denied(code: &str) -> bool {
+/// Whether `code` says the caller may not make the call.
+pub(crate) fn is_access_denied(code: &str) -> bool {
     code.contains("AccessDenied")
         || code.contains("NotAuthorized")
         || code == "UnauthorizedOperation"

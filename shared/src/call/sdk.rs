@@ -142,6 +142,37 @@ impl HttpStatus for aws_sdk_sqs::config::http::HttpResponse {
     }
 }
 
+/// [`Transport::probe`](super::transport::Transport::probe) through
+/// aws-sdk-sqs: one `GetQueueAttributes` of `queue_url`, as the client
+/// makes every call (no retries of its own).
+pub(super) async fn probe(client: &aws_sdk_sqs::Client, queue_url: &str) -> Result<(), Failure> {
+    match client
+        .get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::MaximumMessageSize)
+        .send()
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let status = match &e {
+                SdkError::ServiceError(se) => se.raw().status_code(),
+                _ => None,
+            };
+            let service = matches!(e, SdkError::ServiceError(_));
+            let (code, message) = sdk_error_parts(&e);
+            // An error that is not SQS's answer (no connection, a timeout)
+            // is one a later try may not meet.
+            let retryable = !service || call_retryable(Some(&code), status);
+            Err(Failure::new(
+                code,
+                format!("GetQueueAttributes failed: {message}"),
+                retryable,
+            ))
+        }
+    }
+}
+
 /// Resolve the queue URL and read its attributes through aws-sdk-sqs
 /// (`SQS_CLIENT=sdk`; [`crate::call::direct::discover`] makes the same calls
 /// through the direct client).

@@ -77,4 +77,13 @@ pub trait Transport: Send + Sync {
         &'a self,
         items: &'a [BatchItem],
     ) -> BoxFuture<'a, Result<Vec<(String, EntryResult)>, CallError>>;
+
+    /// Ask SQS about the queue without sending anything (one
+    /// `GetQueueAttributes` call, no retry): for a caller that must not
+    /// take messages from its source while SQS cannot take them. `Err`
+    /// with the call's failure, classified as a send's would be. The
+    /// default, for transports with nothing to ask, answers `Ok`.
+    fn probe(&self) -> BoxFuture<'_, Result<(), Failure>> {
+        Box::pin(async { Ok(()) })
+    }
 }

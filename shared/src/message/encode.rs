@@ -29,7 +29,7 @@ use crate::send::outcome::Failure;
 
 pub use prepare::prepare;
 pub use text::{is_sqs_char, is_sqs_text};
-pub use validate::check_attribute;
+pub use validate::{check_attribute, is_sqs_number};
 
 /// What to do with a body SQS would not accept as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

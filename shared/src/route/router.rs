@@ -21,7 +21,7 @@ use super::{Plan, Routes, Skip};
 use crate::call::transport::Transport;
 use crate::message::Message;
 use crate::observe::metrics as m;
-use crate::send::outcome::{MessageOutcome, Outcome};
+use crate::send::outcome::{Failure, MessageOutcome, Outcome};
 use crate::send::{Fanout, Forwarder, Routed, Tally};
 
 /// A function's routing rules and the forwarders of their targets.
@@ -113,6 +113,31 @@ impl<T: Transport> Router<T> {
         F: FnMut(MessageOutcome<P>),
     {
         self.fanout.forward(items, deadline, report).await
+    }
+
+    /// Whether SQS answers for every target, asked without sending anything
+    /// ([`Transport::probe`], the targets at once, bounded by `deadline`):
+    /// for a source that must not take what it cannot send. An answer that
+    /// refuses the question itself (access denied: the role may send
+    /// without reading attributes) says nothing against sending, and
+    /// passes; any other failure, or no answer by the deadline, is the
+    /// first target's failure.
+    pub async fn probe(&self, deadline: Option<Instant>) -> Result<(), Failure> {
+        let asks = futures_util::future::join_all(self.targets().iter().map(|f| f.transport().probe()));
+        let answers = match deadline {
+            Some(at) => tokio::time::timeout_at(at, asks).await.map_err(|_| {
+                Failure::transient(
+                    crate::send::codes::DEADLINE_EXCEEDED,
+                    "SQS did not answer GetQueueAttributes before the deadline",
+                )
+            })?,
+            None => asks.await,
+        };
+        answers
+            .into_iter()
+            .filter_map(Result::err)
+            .find(|f| f.retryable || !crate::call::queue::is_access_denied(&f.code))
+            .map_or(Ok(()), Err)
     }
 }
 

@@ -45,6 +45,7 @@ type CallRule = dyn Fn(usize) -> Option<CallError> + Send + Sync;
 type DelayRule = dyn Fn(usize) -> Duration + Send + Sync;
 type MessageIdRule = dyn Fn(usize, &str) -> String + Send + Sync;
 type Hook = dyn Fn() -> BoxFuture<'static, ()> + Send + Sync;
+type ProbeRule = dyn Fn(usize) -> Result<(), crate::send::outcome::Failure> + Send + Sync;
 
 #[derive(Default)]
 struct State {
@@ -60,6 +61,7 @@ struct Counters {
     started: AtomicUsize,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    probes: AtomicUsize,
 }
 
 /// The scriptable fake SQS; see the [module](self). Clones share the rules,
@@ -72,6 +74,7 @@ pub struct FakeSqs {
     stall_from: Option<usize>,
     hooks: Vec<(usize, Arc<Hook>)>,
     message_id: Option<Arc<MessageIdRule>>,
+    probe: Option<Arc<ProbeRule>>,
     behind: Option<Arc<dyn Transport>>,
     state: Arc<Mutex<State>>,
     counters: Arc<Counters>,
@@ -107,6 +110,7 @@ impl FakeSqs {
             stall_from: None,
             hooks: Vec::new(),
             message_id: None,
+            probe: None,
             behind: None,
             state: Arc::default(),
             counters: Arc::default(),
@@ -181,6 +185,16 @@ impl FakeSqs {
         hook: impl Fn() -> BoxFuture<'static, ()> + Send + Sync + 'static,
     ) -> Self {
         self.hooks.push((call, Arc::new(hook)));
+        self
+    }
+
+    /// Answers [`Transport::probe`] with `rule(probe number)` (from 0);
+    /// without it a probe is answered `Ok`, or by the transport behind.
+    pub fn probe_with(
+        mut self,
+        rule: impl Fn(usize) -> Result<(), crate::send::outcome::Failure> + Send + Sync + 'static,
+    ) -> Self {
+        self.probe = Some(Arc::new(rule));
         self
     }
 

@@ -8,6 +8,7 @@ use amq_protocol::protocol::{AMQPClass, basic, channel, queue};
 use amq_protocol::types::FieldTable;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
+use super::budget::Budget;
 use super::{Delivery, Error, Reply, Shared, unexpected};
 
 /// One channel of a [`Connection`](super::Connection).
@@ -18,8 +19,24 @@ pub struct Channel {
 }
 
 /// A channel's consumer: its deliveries in the order the broker sent them.
+/// The bytes they hold count against its budget until
+/// [`Consumer::release`]d: at the bound the client stops reading the socket.
 pub struct Consumer {
     rx: UnboundedReceiver<Delivery>,
+    budget: Arc<Budget>,
+    tag: String,
+    channel: u16,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Consumer {
+    /// Nobody takes its deliveries any more: the client reads on, and
+    /// keeps only their tags.
+    fn drop(&mut self) {
+        self.shared
+            .with_slot(self.channel, |s| s.deliveries = None);
+        self.budget.release(usize::MAX);
+    }
 }
 
 impl Consumer {
@@ -34,6 +51,12 @@ impl Consumer {
     pub fn try_next(&mut self) -> Option<Delivery> {
         self.rx.try_recv().ok()
     }
+
+    /// Deliveries of `bytes` (their bodies) are settled: the client may
+    /// read more.
+    pub fn release(&self, bytes: usize) {
+        self.budget.release(bytes);
+    }
 }
 
 impl Channel {
@@ -41,15 +64,20 @@ impl Channel {
         AMQPFrame::Method(self.id, m)
     }
 
-    /// Send `m` and wait for the broker's reply on this channel.
+    /// Send `m` and wait for the broker's reply on this channel, before
+    /// the connection's deadline.
     pub(super) async fn call(&self, m: AMQPClass) -> Result<Reply, Error> {
-        let mut rx = self.replies.lock().await;
-        self.check()?;
-        self.shared.send(&[self.method(m)]).await?;
-        match rx.recv().await {
-            Some(reply) => Ok(reply),
-            None => Err(self.shared.channel_error(self.id)),
-        }
+        self.shared
+            .within_deadline(async {
+                let mut rx = self.replies.lock().await;
+                self.check()?;
+                self.shared.write(&[self.method(m)]).await?;
+                match rx.recv().await {
+                    Some(reply) => Ok(reply),
+                    None => Err(self.shared.channel_error(self.id)),
+                }
+            })
+            .await
     }
 
     /// Send `m`, which has no reply.
@@ -124,10 +152,21 @@ impl Channel {
         }
     }
 
-    /// `basic.consume` on `queue`, acknowledged by the caller.
-    pub async fn basic_consume(&self, queue: &str, tag: &str) -> Result<Consumer, Error> {
+    /// `basic.consume` on `queue`, acknowledged by the caller, its
+    /// deliveries' bodies bounded by `max_bytes` until released.
+    pub async fn basic_consume(
+        &self,
+        queue: &str,
+        tag: &str,
+        max_bytes: usize,
+    ) -> Result<Consumer, Error> {
         let (tx, rx) = unbounded_channel();
-        self.shared.with_slot(self.id, |s| s.deliveries = Some(tx));
+        let budget = Arc::new(Budget::new(max_bytes));
+        self.shared.with_slot(self.id, |s| {
+            s.deliveries = Some(tx);
+            s.budget = Some(budget.clone());
+            s.untaken.clear();
+        });
         let consume = basic::Consume {
             queue: queue.into(),
             consumer_tag: tag.into(),
@@ -141,9 +180,50 @@ impl Channel {
             .call(AMQPClass::Basic(basic::AMQPMethod::Consume(consume)))
             .await?
         {
-            Reply::Method(AMQPClass::Basic(basic::AMQPMethod::ConsumeOk(_))) => Ok(Consumer { rx }),
+            Reply::Method(AMQPClass::Basic(basic::AMQPMethod::ConsumeOk(_))) => Ok(Consumer {
+                rx,
+                budget,
+                tag: tag.to_owned(),
+                channel: self.id,
+                shared: self.shared.clone(),
+            }),
             _ => Err(unexpected("basic.consume-ok")),
         }
+    }
+
+    /// Stop `consumer`: nothing more is taken from it (what arrives is
+    /// left unacknowledged, its body not kept), then `basic.cancel`, after
+    /// whose answer the broker delivers nothing more to it. The tags of
+    /// every delivery it had handed over that nobody took, to be given
+    /// back by the caller (with the held ones, so each counts one return).
+    pub async fn cancel(&self, mut consumer: Consumer) -> Result<Vec<u64>, Error> {
+        self.shared.with_slot(self.id, |s| s.deliveries = None);
+        let mut untaken = Vec::new();
+        while let Some(d) = consumer.try_next() {
+            untaken.push(d.delivery_tag);
+        }
+        consumer.budget.release(usize::MAX);
+        let result = if self.connected() {
+            let cancel = basic::Cancel {
+                consumer_tag: consumer.tag.as_str().into(),
+                nowait: false,
+            };
+            match self
+                .call(AMQPClass::Basic(basic::AMQPMethod::Cancel(cancel)))
+                .await
+            {
+                Ok(Reply::Method(AMQPClass::Basic(basic::AMQPMethod::CancelOk(_)))) => Ok(()),
+                Ok(_) => Err(unexpected("basic.cancel-ok")),
+                Err(e) => Err(e),
+            }
+        } else {
+            Ok(())
+        };
+        self.shared
+            .with_slot(self.id, |s| untaken.append(&mut s.untaken));
+        untaken.sort_unstable();
+        untaken.dedup();
+        result.map(|()| untaken)
     }
 
     /// `basic.get`: one message from `queue`, or `None` when it has none

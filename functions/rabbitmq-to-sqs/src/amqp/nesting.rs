@@ -6,27 +6,33 @@
 //! main thread's 8 MiB stack, and the process would abort before the drain
 //! sees the message, at every poll of its queue. So the headers table of
 //! each content header is walked here first, without recursion; when it
-//! nests deeper than [`MAX_NESTING`], the frame is parsed without it
-//! ([`without_headers`]) and the delivery says why ([`super::Delivery::fault`]),
-//! so the drain can reject it to the dead-letter exchange.
+//! nests deeper than [`MAX_NESTING`] ([`too_deep`]), the frame is parsed
+//! without it and the delivery says why ([`super::Delivery::fault`]),
+//! so the drain can reject it to the dead-letter exchange. The same walk
+//! finds every entry's name at any depth, for mending names that are not
+//! UTF-8 ([`super::mend`]).
 
-use super::wire::u32_at;
+use std::ops::Range;
+
+use super::octets::u32_at;
 
 /// The deepest nesting of tables and arrays parsed (`x-death` needs 3;
 /// the mapping writes at most 16 levels as JSON).
 pub(super) const MAX_NESTING: usize = 64;
 
-/// The `headers` property's bit in the content header's property flags.
-const HEADERS_FLAG: u16 = 0x2000;
-/// `content-type` and `content-encoding`, the two short strings before it.
-const BEFORE_HEADERS: [u16; 2] = [0x8000, 0x4000];
-/// Class id, weight and body size come before the property flags.
-const FLAGS_AT: usize = 12;
 
 /// How deep the field table at the start of `bytes` (its length first)
 /// nests, counted without recursion, as far as it is well formed: where it
 /// is not, the parser stops at the same place and no deeper.
 pub(super) fn table_depth(bytes: &[u8]) -> usize {
+    walk_table(bytes, |_| {})
+}
+
+/// Walk the field table at the start of `bytes` (its length first) without
+/// recursion, as far as it is well formed: how deep it nests, and where the
+/// name (a short string's text) of each entry lies, at any depth, handed to
+/// `name` in order.
+pub(super) fn walk_table(bytes: &[u8], mut name: impl FnMut(Range<usize>)) -> usize {
     let Some(len) = u32_at(bytes, 0) else {
         return 0;
     };
@@ -47,8 +53,13 @@ pub(super) fn table_depth(bytes: &[u8]) -> usize {
             break;
         }
         if table {
-            let Some(name) = bytes.get(at) else { break };
-            at += 1 + usize::from(*name);
+            let Some(len) = bytes.get(at) else { break };
+            let text = at + 1..at + 1 + usize::from(*len);
+            if text.end > end {
+                break;
+            }
+            at = text.end;
+            name(text);
         }
         let Some(kind) = bytes.get(at) else { break };
         at += 1;
@@ -82,46 +93,14 @@ pub(super) fn table_depth(bytes: &[u8]) -> usize {
     deepest
 }
 
-/// Where the headers table starts in a content header's payload, if it
-/// has one.
-fn headers_at(payload: &[u8]) -> Option<usize> {
-    let flags = payload.get(FLAGS_AT..FLAGS_AT + 2)?;
-    let flags = u16::from_be_bytes([flags[0], flags[1]]);
-    if flags & HEADERS_FLAG == 0 || flags & 1 != 0 {
-        return None;
-    }
-    let mut at = FLAGS_AT + 2;
-    for bit in BEFORE_HEADERS {
-        if flags & bit != 0 {
-            at += 1 + usize::from(*payload.get(at)?);
-        }
-    }
-    (at < payload.len()).then_some(at)
-}
-
-/// When the headers of the content header frame `frame` (type 2, whole,
-/// its end octet included) nest deeper than [`MAX_NESTING`]: how deep,
-/// and the same frame without them.
-pub(super) fn without_headers(frame: &[u8]) -> Option<(usize, Vec<u8>)> {
-    let payload = frame.get(7..frame.len().checked_sub(1)?)?;
-    let at = headers_at(payload)?;
-    let depth = table_depth(&payload[at..]);
-    if depth <= MAX_NESTING {
-        return None;
-    }
-    let table_end = u32_at(payload, at)?.checked_add(at + 4)?;
-    let rest = payload.get(table_end..)?;
-    let mut out = Vec::with_capacity(frame.len());
-    out.extend_from_slice(&frame[..3]);
-    let size = u32::try_from(at + rest.len()).ok()?;
-    out.extend_from_slice(&size.to_be_bytes());
-    out.extend_from_slice(&payload[..FLAGS_AT]);
-    let flags = u16::from_be_bytes([payload[FLAGS_AT], payload[FLAGS_AT + 1]]) & !HEADERS_FLAG;
-    out.extend_from_slice(&flags.to_be_bytes());
-    out.extend_from_slice(&payload[FLAGS_AT + 2..at]);
-    out.extend_from_slice(rest);
-    out.push(0xCE);
-    Some((depth, out))
+/// How deep the headers of the content header frame `frame` (whole, its
+/// end octet included) nest, when that is deeper than [`MAX_NESTING`]: the
+/// frame must then be parsed without them
+/// ([`super::layout::without_headers`]).
+pub(super) fn too_deep(frame: &[u8]) -> Option<usize> {
+    let table = super::layout::headers_table(frame)?;
+    let depth = table_depth(frame.get(table)?);
+    (depth > MAX_NESTING).then_some(depth)
 }
 
 /// A table whose one entry nests `levels` arrays, innermost holding a

@@ -1,29 +1,28 @@
-//! Opening a connection: TCP, TLS for `amqps://`, and the AMQP handshake
-//! (protocol header, `start`/`start-ok` with a PLAIN login, `tune`/
-//! `tune-ok`, `open`/`open-ok`), read and written here before the reader
-//! takes the socket over.
+//! Opening a connection: the socket ([`super::socket`]), and the AMQP
+//! handshake (protocol header, `start`/`start-ok` with a PLAIN login,
+//! `tune`/`tune-ok`, `open`/`open-ok`), read and written here before the
+//! reader takes the socket over.
 
 use std::sync::atomic::AtomicU16;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use amq_protocol::frame::{AMQPFrame, ProtocolVersion};
 use amq_protocol::protocol::{AMQPClass, connection};
 use amq_protocol::types::{AMQPValue, FieldTable, LongString};
-use amq_protocol::uri::{AMQPScheme, AMQPUri, SASLMechanism};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
+use amq_protocol::uri::{AMQPUri, SASLMechanism};
+use tokio::io::AsyncWriteExt;
 
 use super::reader::Reader;
+use super::socket::{self, Stream};
 use super::wire::{FRAME_MIN, ReadBuf, encode};
 use super::{Connection, Error, ErrorKind, Shared, State, Writer};
 
-/// The socket, plain or TLS.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-pub(crate) type Stream = Box<dyn Io>;
-
-/// The largest frame this client asks for (the broker's default).
+/// The frame size this client asks for when the broker sets no limit
+/// (the broker's default). Otherwise it takes the broker's own, unless the
+/// URL asks for less (`?frame_max=`): a content header is never split, so
+/// a smaller one only splits bodies into more frames (it is no bound on
+/// what arrives: see [`ReadBuf::set_frame_max`]).
 const FRAME_MAX: u32 = 131_072;
 
 /// Connect to the broker `uri` names and log in; the connection is named
@@ -36,34 +35,7 @@ pub async fn open(uri: &AMQPUri, name: &str) -> Result<Connection, Error> {
             uri.query.auth_mechanism
         )));
     }
-    let host = uri
-        .authority
-        .host
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let connect = TcpStream::connect((host, uri.authority.port));
-    // The URL's `connection_timeout` (ms) bounds the TCP connect; the
-    // caller bounds the whole handshake.
-    let tcp = match uri.query.connection_timeout {
-        Some(ms) => tokio::time::timeout(Duration::from_millis(ms), connect)
-            .await
-            .map_err(|_| Error::lost(&format!("no TCP connection within {ms} ms")))?,
-        None => connect.await,
-    }
-    .map_err(Error::io)?;
-    tcp.set_nodelay(true).map_err(Error::io)?;
-    let mut io: Stream = if uri.scheme == AMQPScheme::AMQPS {
-        let config = tls_config()?;
-        let server = rustls::pki_types::ServerName::try_from(host.to_owned())
-            .map_err(|e| Error::protocol(format!("TLS: {host:?} is not a server name: {e}")))?;
-        let tls = tokio_rustls::TlsConnector::from(config)
-            .connect(server, tcp)
-            .await
-            .map_err(|e| Error::lost(&format!("TLS handshake with the broker: {e}")))?;
-        Box::new(tls)
-    } else {
-        Box::new(tcp)
-    };
+    let mut io = socket::connect(uri).await?;
     let mut buf = ReadBuf::new();
     let (tune, channel_max) = handshake(&mut io, &mut buf, uri, name).await?;
     let heartbeat = (tune.heartbeat > 0).then(|| Duration::from_secs(u64::from(tune.heartbeat)));
@@ -76,6 +48,7 @@ pub async fn open(uri: &AMQPUri, name: &str) -> Result<Connection, Error> {
             broken: false,
         }),
         done: tokio::sync::watch::Sender::new(false),
+        deadline: Mutex::new(None),
     });
     let reader = tokio::spawn(Reader::new(read, buf, shared.clone(), heartbeat).run());
     Ok(Connection {
@@ -84,18 +57,6 @@ pub async fn open(uri: &AMQPUri, name: &str) -> Result<Connection, Error> {
         channel_max,
         next_channel: AtomicU16::new(1),
     })
-}
-
-/// The TLS configuration, made once per process: its session cache lets
-/// the next invocation's connection resume the session.
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    if let Some(c) = CONFIG.get() {
-        return Ok(c.clone());
-    }
-    let config = sqs_forwarder::call::direct::system_tls_config()
-        .map_err(|e| Error::protocol(format!("TLS: the root certificates: {e}")))?;
-    Ok(CONFIG.get_or_init(|| config).clone())
 }
 
 /// Either side's limit: the smaller, where 0 (no limit) gives way.
@@ -154,13 +115,17 @@ pub(super) async fn handshake(
         _ => return Err(super::unexpected("connection.tune")),
     };
     let channel_max = negotiate(uri.query.channel_max.unwrap_or(0), tune.channel_max);
+    let frame_max = match negotiate(uri.query.frame_max.unwrap_or(0), tune.frame_max) {
+        0 => FRAME_MAX,
+        agreed => agreed,
+    }
+    .max(FRAME_MIN);
     let tune_ok = connection::TuneOk {
         channel_max,
-        frame_max: negotiate(uri.query.frame_max.unwrap_or(FRAME_MAX), tune.frame_max)
-            .max(FRAME_MIN),
+        frame_max,
         heartbeat: negotiate(uri.query.heartbeat.unwrap_or(0), tune.heartbeat),
     };
-    buf.set_frame_max(tune_ok.frame_max);
+    buf.set_frame_max(frame_max, tune.frame_max);
     let open = connection::Open {
         virtual_host: uri.vhost.as_str().into(),
     };
@@ -234,11 +199,7 @@ async fn method(io: &mut Stream, buf: &mut ReadBuf) -> Result<AMQPClass, Error> 
                 AMQPFrame::Method(0, AMQPClass::Connection(C::Close(c))) => {
                     let ok = AMQPClass::Connection(C::CloseOk(connection::CloseOk {}));
                     let _ = write(io, &AMQPFrame::Method(0, ok)).await;
-                    return Err(Error::closed(
-                        "connection",
-                        c.reply_code,
-                        c.reply_text.as_str(),
-                    ));
+                    return Err(Error::refused_at_open(c.reply_code, c.reply_text.as_str()));
                 }
                 AMQPFrame::Method(0, m) => return Ok(m),
                 AMQPFrame::ProtocolHeader(v) => {

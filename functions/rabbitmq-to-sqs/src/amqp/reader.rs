@@ -12,7 +12,7 @@ use amq_protocol::protocol::{AMQPClass, basic, channel, connection};
 use tokio::io::ReadHalf;
 use tokio::time::Instant;
 
-use super::open::Stream;
+use super::socket::Stream;
 use super::wire::ReadBuf;
 use super::{Delivery, Error, Reply, Shared};
 
@@ -20,9 +20,14 @@ use super::{Delivery, Error, Reply, Shared};
 struct Pending {
     /// From `basic.get` (a reply) rather than a consumer.
     get: bool,
+    /// To a consumer nobody takes from any more: its body is not kept,
+    /// only its tag, for the drain to give it back.
+    untaken: bool,
     delivery: Delivery,
     /// The body's size, once the header has said it.
     size: Option<usize>,
+    /// The body's octets received so far.
+    received: usize,
 }
 
 pub(super) struct Reader {
@@ -89,15 +94,29 @@ impl Reader {
                     None => std::future::pending().await,
                 }
             };
+            // A consumer's deliveries at their bound of bytes: nothing is
+            // read (the broker's frames wait in TCP's buffers) until the
+            // drain releases some, and the broker is not judged silent.
+            let full = self.shared.full_budget();
+            let released = async {
+                match &full {
+                    Some(b) => b.released().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 // What has arrived is read before the broker is judged silent.
                 biased;
-                n = self.buf.fill(&mut self.io) => match n {
+                n = self.buf.fill(&mut self.io), if full.is_none() => match n {
                     Ok(0) => return Error::lost("the broker closed the connection"),
                     Ok(_) => last_read = Instant::now(),
                     Err(e) => return e,
                 },
+                () = released => last_read = Instant::now(),
                 () = tick => {
+                    if full.is_some() {
+                        last_read = Instant::now();
+                    }
                     if let Some(h) = self.heartbeat
                         && last_read.elapsed() > h * 2
                     {
@@ -118,18 +137,16 @@ impl Reader {
             AMQPFrame::Method(0, m) => self.connection_method(m).await,
             AMQPFrame::Method(ch, m) => self.channel_method(ch, m).await,
             AMQPFrame::Header(ch, header) => {
-                let cut = self.buf.take_cut();
+                let notes = self.buf.take_notes();
                 let Some(p) = self.pending_mut(ch) else {
                     return Err(out_of_order("a content header", ch));
                 };
                 let size = usize::try_from(header.body_size)
                     .map_err(|_| Error::protocol("a message too large for memory".into()))?;
                 p.delivery.properties = header.properties;
-                if let Some(depth) = cut {
-                    p.delivery.fault = Some(format!(
-                        "its headers nest {depth} tables or arrays deep, more than the {} this function reads",
-                        super::nesting::MAX_NESTING
-                    ));
+                if let Some(notes) = notes {
+                    p.delivery.raw.extend(notes.raw);
+                    p.delivery.fault = notes.fault;
                 }
                 p.size = Some(size);
                 self.complete(ch)
@@ -138,12 +155,21 @@ impl Reader {
                 let Some(p) = self.pending_mut(ch) else {
                     return Err(out_of_order("a content body", ch));
                 };
-                if p.size.is_none() {
+                let Some(size) = p.size else {
                     return Err(out_of_order("a content body before its header", ch));
-                }
-                if p.delivery.data.is_empty() {
-                    // A body in one frame (most are) is kept as parsed.
-                    p.delivery.data = data;
+                };
+                p.received += data.len();
+                if p.untaken {
+                    // Nobody takes it: its body is not kept.
+                } else if p.delivery.data.is_empty() {
+                    // A body in one frame (most are) is kept as parsed;
+                    // one in several gets its whole size at once.
+                    if data.len() < size {
+                        p.delivery.data.reserve_exact(size);
+                        p.delivery.data.extend_from_slice(&data);
+                    } else {
+                        p.delivery.data = data;
+                    }
                 } else {
                     p.delivery.data.extend_from_slice(&data);
                 }
@@ -249,6 +275,11 @@ impl Reader {
         if self.pending_mut(ch).is_some() {
             return Err(out_of_order("a delivery before the last one's body", ch));
         }
+        let mut untaken = false;
+        if !get {
+            self.shared
+                .with_slot(ch, |s| untaken = s.deliveries.is_none());
+        }
         let delivery = Delivery {
             delivery_tag,
             redelivered,
@@ -256,14 +287,17 @@ impl Reader {
             routing_key: routing_key.to_string(),
             properties: Default::default(),
             data: Vec::new(),
+            raw: self.buf.take_notes().map(|n| n.raw).unwrap_or_default(),
             fault: None,
         };
         self.pending.push((
             ch,
             Pending {
                 get,
+                untaken,
                 delivery,
                 size: None,
+                received: 0,
             },
         ));
         Ok(())
@@ -276,26 +310,37 @@ impl Reader {
         };
         let p = &self.pending[at].1;
         match p.size {
-            Some(size) if p.delivery.data.len() > size => {
+            Some(size) if p.received > size => {
                 return Err(Error::protocol(
                     "the broker sent more body than the header said".into(),
                 ));
             }
-            Some(size) if p.delivery.data.len() == size => {}
+            Some(size) if p.received == size => {}
             _ => return Ok(()),
         }
         let (_, p) = self.pending.swap_remove(at);
         if p.get {
             self.reply(ch, Reply::Get(Some(Box::new(p.delivery))));
-        } else {
-            // A delivery to a cancelled consumer is dropped: the broker
-            // requeues it when the channel closes.
-            self.shared.with_slot(ch, |s| {
-                if let Some(tx) = &s.deliveries {
-                    let _ = tx.send(p.delivery);
-                }
-            });
+            return Ok(());
         }
+        // A delivery nobody takes (the consumer stopped, or the broker
+        // cancelled it) stays unacknowledged: its tag is kept for the drain
+        // to give it back.
+        self.shared.with_slot(ch, |s| {
+            let tag = p.delivery.delivery_tag;
+            let bytes = p.delivery.data.len();
+            match (&s.deliveries, p.untaken) {
+                (Some(tx), false) => {
+                    if let Some(b) = &s.budget {
+                        b.take(bytes);
+                    }
+                    if tx.send(p.delivery).is_err() {
+                        s.untaken.push(tag);
+                    }
+                }
+                _ => s.untaken.push(tag),
+            }
+        });
         Ok(())
     }
 

@@ -1,11 +1,15 @@
 //! Frames on the wire: amq-protocol's parser over a read buffer that keeps
 //! a partial frame until the rest arrives, and its generator into a write
-//! buffer.
+//! buffer. A delivery's frame the parser refuses is read tolerantly
+//! ([`mend`]), and what that found is kept for the reader ([`Notes`]).
 
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{Error, nesting};
+use super::layout::{self, BODY, HEADER};
+use super::mend::{self, Notes};
+use super::octets::u32_at;
+use super::Error;
 
 /// How much room a read asks for at least.
 const READ_CHUNK: usize = 64 * 1024;
@@ -13,6 +17,10 @@ const READ_CHUNK: usize = 64 * 1024;
 /// The frame size every peer must accept before tuning (AMQP 0-9-1's
 /// `frame-min-size`), and this client's default: the broker's.
 pub(super) const FRAME_MIN: u32 = 4096;
+
+/// The largest content header taken from a broker that sets no frame size
+/// limit (RabbitMQ's `frame_max = 0`).
+const HEADER_MAX_UNLIMITED: usize = 16 * 1024 * 1024;
 
 /// A frame's type, channel and size come before its payload; its end
 /// octet after.
@@ -25,9 +33,13 @@ pub(super) struct ReadBuf {
     start: usize,
     /// The largest frame the broker may send (header and end included).
     max_frame: usize,
-    /// How deep the headers nested of the last content header returned,
-    /// when they were left out for nesting too deep.
-    cut: Option<usize>,
+    /// The largest content header frame the broker may send: the broker
+    /// never splits a content header, so it is bounded only by the
+    /// broker's own frame size, whatever this client agreed.
+    max_header: usize,
+    /// What reading the last frame returned found beyond the frame, when
+    /// it was read tolerantly.
+    notes: Option<Notes>,
 }
 
 impl ReadBuf {
@@ -36,24 +48,28 @@ impl ReadBuf {
             buf: Vec::with_capacity(READ_CHUNK),
             start: 0,
             max_frame: 128 * 1024,
-            cut: None,
+            max_header: 128 * 1024,
+            notes: None,
         }
     }
 
-    /// Whether the last frame returned was a content header whose headers
-    /// were left out, nesting this deep ([`nesting`]).
-    pub(super) fn take_cut(&mut self) -> Option<usize> {
-        self.cut.take()
+    /// What the last frame returned carried beyond what the codec reads
+    /// (short strings that are not UTF-8, a fault), when it was read
+    /// tolerantly.
+    pub(super) fn take_notes(&mut self) -> Option<Notes> {
+        self.notes.take()
     }
 
-    /// The frame size agreed with the broker (`0`: none set).
-    pub(super) fn set_frame_max(&mut self, frame_max: u32) {
-        let max = if frame_max == 0 {
-            u32::MAX
-        } else {
-            frame_max.max(FRAME_MIN)
-        };
-        self.max_frame = usize::try_from(max).unwrap_or(usize::MAX);
+    /// The frame size agreed with the broker, and the broker's own (`0`:
+    /// none set), which bounds its content headers.
+    pub(super) fn set_frame_max(&mut self, agreed: u32, brokers: u32) {
+        let size = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        self.max_frame = size(agreed.max(FRAME_MIN));
+        self.max_header = match brokers {
+            0 => HEADER_MAX_UNLIMITED,
+            n => size(n),
+        }
+        .max(self.max_frame);
     }
 
     /// The next whole frame, taken from the buffer; `None` until all of it
@@ -66,25 +82,41 @@ impl ReadBuf {
         // A frame larger than agreed is refused before it is buffered whole
         // (its size is in octets 3 to 6, after its type: method 1, header 2,
         // body 3, heartbeat 8; anything else is left to the parser).
+        let mut whole = None;
         if matches!(data[0], 1 | 2 | 3 | 8)
             && let Some(size) = u32_at(data, 3)
         {
             let total = size.saturating_add(FRAME_OVERHEAD);
-            if total > self.max_frame {
+            let max = if data[0] == HEADER {
+                self.max_header
+            } else {
+                self.max_frame
+            };
+            if total > max {
                 return Err(Error::protocol(format!(
-                    "the broker sent a frame of {total} bytes, over the {} agreed",
-                    self.max_frame
+                    "the broker sent a frame of {total} bytes, over the {max} agreed"
                 )));
+            }
+            whole = data.get(..total);
+        }
+        if let Some(frame) = whole {
+            // A body is copied out at once (the parser would collect it
+            // octet by octet).
+            if frame[0] == BODY
+                && let (Some(payload), Some(ch)) = (layout::body(frame), layout::channel(frame))
+            {
+                let body = AMQPFrame::Body(ch, payload.to_vec());
+                self.consume(frame.len());
+                return Ok(Some(body));
             }
             // A content header whose headers nest too deep for the parser
             // is parsed without them.
-            if data[0] == 2
-                && let Some(whole) = data.get(..total)
-                && let Some((depth, frame)) = nesting::without_headers(whole)
+            if frame[0] == HEADER
+                && let Some((parsed, notes)) = mend::deep_headers(frame)
             {
-                let (_, parsed) = parse_frame(frame.as_slice()).map_err(unparsable)?;
-                self.consume(total);
-                self.cut = Some(depth);
+                let n = frame.len();
+                self.consume(n);
+                self.notes = Some(notes);
                 return Ok(Some(parsed));
             }
         }
@@ -94,7 +126,15 @@ impl ReadBuf {
                 Ok(Some(frame))
             }
             Err(e) if e.is_incomplete() => Ok(None),
-            Err(e) => Err(unparsable(e)),
+            Err(e) => match whole.and_then(mend::mend) {
+                Some((parsed, notes)) => {
+                    let n = whole.map_or(0, <[u8]>::len);
+                    self.consume(n);
+                    self.notes = Some(notes);
+                    Ok(Some(parsed))
+                }
+                None => Err(unparsable(e)),
+            },
         }
     }
 
@@ -116,12 +156,6 @@ impl ReadBuf {
         self.buf.reserve(READ_CHUNK);
         io.read_buf(&mut self.buf).await.map_err(Error::io)
     }
-}
-
-/// The big-endian 32-bit length at `at` in `bytes`, if they hold it.
-pub(super) fn u32_at(bytes: &[u8], at: usize) -> Option<usize> {
-    let b = bytes.get(at..at.checked_add(4)?)?;
-    usize::try_from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])).ok()
 }
 
 fn unparsable(e: impl std::fmt::Display) -> Error {

@@ -1,13 +1,15 @@
 //! Receiving in the acked modes: a consumer under a bounded prefetch, its
 //! deliveries gathered into batches no larger than the window the held
-//! messages and the budget leave, until a reason to stop; then the held
-//! messages are requeued.
+//! messages and the budget leave (and than `RABBITMQ_MAX_BATCH_BYTES`),
+//! until a reason to stop; then the consumer is cancelled and what was
+//! held, or delivered and never taken, is given back.
 
 use std::time::Duration;
 
 use sqs_forwarder::Transport;
 use tokio::time::Instant;
 
+use super::health::SqsState;
 use super::{Drain, DrainError, StopReason};
 use crate::acks::{Action, execute, plan};
 
@@ -18,12 +20,16 @@ const LINGER: Duration = Duration::from_millis(10);
 const STARVED_ROUNDS: u32 = 3;
 
 impl<T: Transport> Drain<'_, T> {
-    /// The ready messages of the queue, by a passive declare.
-    async fn ready_count(&self) -> Result<u32, DrainError> {
-        self.channel
+    /// The ready messages of the queue, by a passive declare; kept as the
+    /// queue's backlog.
+    pub(super) async fn ready_count(&mut self) -> Result<u32, DrainError> {
+        let ready = self
+            .channel
             .ready_count(self.queue)
             .await
-            .map_err(|e| self.describe("checking the queue", &e))
+            .map_err(|e| self.describe("checking the queue", &e))?;
+        self.report.backlog = Some(ready);
+        Ok(ready)
     }
 
     /// Drain the queue with a consumer; every delivery is settled or held,
@@ -32,9 +38,16 @@ impl<T: Transport> Drain<'_, T> {
         if self.ready_count().await? == 0 {
             return Ok(StopReason::Empty);
         }
+        if let Some(stop) = self.check_sqs().await? {
+            return Ok(stop);
+        }
         let queue = self.queue;
-        let budget = self.budget;
+        let budget = self.budget.saturating_sub(self.report.received);
         let stop_at = self.stop_at;
+        let max_bytes = self.poller.settings.max_batch_bytes;
+        if budget == 0 {
+            return Ok(StopReason::MaxMessages);
+        }
         let prefetch = u64::from(self.poller.settings.prefetch).min(budget).max(1) as u16;
         self.channel
             .basic_qos(prefetch)
@@ -42,7 +55,7 @@ impl<T: Transport> Drain<'_, T> {
             .map_err(|e| self.describe("basic.qos", &e))?;
         let mut consumer = self
             .channel
-            .basic_consume(queue, "rabbitmq-to-sqs")
+            .basic_consume(queue, "rabbitmq-to-sqs", max_bytes)
             .await
             .map_err(|e| self.describe("basic.consume", &e))?;
 
@@ -62,7 +75,7 @@ impl<T: Transport> Drain<'_, T> {
                 tracing::warn!(
                     queue,
                     held = self.held.len(),
-                    "every prefetched message is held (SQS did not take it, or an earlier message of its FIFO group); stopping this queue's drain"
+                    "every prefetched message is held (an earlier message of its FIFO group was not taken by SQS); stopping this queue's drain"
                 );
                 break StopReason::SqsFailing;
             }
@@ -98,8 +111,9 @@ impl<T: Transport> Drain<'_, T> {
                 }
             };
             idle_rounds = 0;
+            let mut bytes = first.data.len();
             let mut batch = vec![first];
-            while batch.len() < window {
+            while batch.len() < window && bytes < max_bytes {
                 // What has already been received is taken without a timer;
                 // the linger is armed only when none is waiting.
                 let next = match consumer.try_next() {
@@ -110,31 +124,108 @@ impl<T: Transport> Drain<'_, T> {
                         .flatten(),
                 };
                 match next {
-                    Some(d) => batch.push(d),
+                    Some(d) => {
+                        bytes += d.data.len();
+                        batch.push(d);
+                    }
                     None => break,
                 }
             }
             taken += batch.len() as u64;
             self.report.received += batch.len() as u64;
-            if let Some(stop) = self.forward(batch).await? {
+            let forwarded = self.forward(batch).await;
+            // Settled (or given up with the connection): the client may
+            // read on.
+            consumer.release(bytes);
+            if let Some(stop) = forwarded? {
                 break stop;
             }
         };
-        self.requeue_held().await?;
+        // The consumer is cancelled before anything is given back, so that
+        // the broker does not deliver a requeued message to it again (on a
+        // quorum queue, a second delivery attempt for nothing).
+        let untaken = self
+            .channel
+            .cancel(consumer)
+            .await
+            .map_err(|e| self.describe("basic.cancel", &e))?;
+        self.requeue_held(&untaken).await?;
         Ok(stop)
     }
 
-    /// Give every held delivery back to the queue (`basic.nack` with
-    /// requeue, in as few calls as [`plan`] allows).
-    async fn requeue_held(&mut self) -> Result<(), DrainError> {
-        if self.held.is_empty() {
+    /// Whether SQS may be sent to before messages are taken
+    /// ([`super::health`]): `None` to go on, or why this queue's drain
+    /// stops without taking any (or after the one message tried).
+    async fn check_sqs(&mut self) -> Result<Option<StopReason>, DrainError> {
+        let health = self.poller.health;
+        let state = health.state();
+        if state == SqsState::Answering {
+            return Ok(None);
+        }
+        if let Err(f) = self.poller.router.probe(self.send_deadline).await {
+            health.set(SqsState::Failing);
+            tracing::warn!(
+                queue = self.queue,
+                code = %f.code,
+                "SQS does not answer; no message is taken this time: {}",
+                f.message
+            );
+            return Ok(Some(StopReason::SqsFailing));
+        }
+        if state == SqsState::Unknown {
+            health.set(SqsState::Answering);
+            return Ok(None);
+        }
+        // It failed last time: one message alone first, until one is sent
+        // (one the rules drop, or that can never be sent, says nothing of
+        // SQS), or every target has failed one.
+        let targets = self.poller.router.targets().len();
+        loop {
+            if self.report.received >= self.budget {
+                return Ok(Some(StopReason::MaxMessages));
+            }
+            if Instant::now() >= self.stop_at {
+                return Ok(Some(StopReason::Deadline));
+            }
+            let trial = self
+                .channel
+                .basic_get(self.queue, false)
+                .await
+                .map_err(|e| self.describe("basic.get", &e))?;
+            let Some(d) = trial else {
+                return Ok(Some(StopReason::Empty));
+            };
+            self.report.received += 1;
+            let stop = self.forward(vec![d]).await?;
+            if health.state() == SqsState::Answering {
+                return Ok(stop);
+            }
+            if stop.is_some() && self.failing_targets.len() >= targets {
+                self.requeue_held(&[]).await?;
+                return Ok(stop);
+            }
+        }
+    }
+
+    /// Give every held delivery back to the queue, with those delivered
+    /// and never taken (`untaken`): `basic.nack` with requeue, in as few
+    /// calls as [`plan`] allows.
+    async fn requeue_held(&mut self, untaken: &[u64]) -> Result<(), DrainError> {
+        if self.held.is_empty() && untaken.is_empty() {
             return Ok(());
         }
-        let requeue: Vec<(u64, Action)> = self.held.iter().map(|t| (*t, Action::Requeue)).collect();
+        let requeue: Vec<(u64, Action)> = self
+            .held
+            .iter()
+            .chain(untaken)
+            .map(|t| (*t, Action::Requeue))
+            .collect();
         execute(&self.channel, &plan(&requeue))
             .await
             .map_err(|e| self.describe("requeueing the messages SQS did not take", &e))?;
         self.report.requeued += self.held.len() as u64;
+        self.report.untaken += untaken.len() as u64;
+        self.held.clear();
         Ok(())
     }
 }

@@ -15,8 +15,10 @@ pub enum StopReason {
     MaxMessages,
     /// `RABBITMQ_STOP_MARGIN_MS` before the deadline reached.
     Deadline,
-    /// SQS is not taking messages (a full window of failures, or a call
-    /// refused for good).
+    /// SQS is not taking messages: it did not answer before anything was
+    /// taken, or did not take a message of the last batch (after every
+    /// retry, or refused for good); or every message the prefetch allows
+    /// is held behind a held one of its FIFO group.
     SqsFailing,
     /// The broker reports ready messages but delivers none to this consumer.
     Starved,
@@ -63,6 +65,14 @@ pub struct QueueReport {
     pub requeued: u64,
     /// Messages lost in `auto-ack` mode because SQS did not take them.
     pub lost: u64,
+    /// Messages the broker had delivered (prefetched) that the drain did
+    /// not take, given back to the queue (nack with requeue) when it
+    /// stopped. Not counted in `received`.
+    pub untaken: u64,
+    /// The queue's ready messages after its drain, when the broker said
+    /// (the `QueueBacklog` metric).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<u32>,
     /// Why the drain ended.
     pub stop: StopReason,
     /// The broker error that ended it, if any (never holds a password).

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use crate::amqp::Delivery;
 use sqs_forwarder::{Failure, MessageOutcome, Outcome, Routed, Transport};
 
+use super::health::{SqsState, sqs_failing};
 use super::{Drain, DrainError, StopReason, message_fault};
 use crate::acks::{Action, execute, plan};
 use crate::mapping::Incoming;
@@ -26,6 +27,8 @@ struct Mapped {
     /// Target and FIFO group of each message sent to a FIFO target, by
     /// delivery tag.
     groups: BTreeMap<u64, (usize, String)>,
+    /// The target of each message sent, by delivery tag (ascending).
+    targets: Vec<(u64, usize)>,
     /// AMQP message id of each delivery that has one, for the logs.
     message_ids: BTreeMap<u64, String>,
 }
@@ -60,9 +63,28 @@ impl BlockedGroups {
     }
 }
 
+/// Say (and count) that `d` has short strings that are not UTF-8: which
+/// ones, never their values.
+pub(super) fn note_not_utf8(queue: &str, d: &Delivery) {
+    if d.raw.is_empty() {
+        return;
+    }
+    let mut fields: Vec<&str> = d.raw.iter().map(|r| r.field.name()).collect();
+    fields.dedup();
+    tracing::warn!(
+        queue,
+        delivery_tag = d.delivery_tag,
+        fields = %fields.join(","),
+        "the message has short strings that are not UTF-8; it is forwarded with them as octets (attributes as Binary, FIFO ids hashed from the octets, `?` where the routing rules or a header name read them as text)"
+    );
+    metrics::counter!(crate::metric::NON_UTF8_MESSAGES).increment(1);
+}
+
 impl<T: Transport> Drain<'_, T> {
-    /// Forward `batch` and settle it. `Some` when the drain must stop
-    /// (SQS refused a call for a reason no retry fixes).
+    /// Forward `batch` and settle it. `Some` when the drain must stop: SQS
+    /// took none of the batch, failing messages for reasons of its own
+    /// (after every retry, or refused for good); [`super::health`] then
+    /// says SQS is failing.
     pub(super) async fn forward(
         &mut self,
         batch: Vec<Delivery>,
@@ -74,10 +96,23 @@ impl<T: Transport> Drain<'_, T> {
             .router
             .forward(items, self.send_deadline, |o| outcomes.push(o))
             .await;
-        let mut stop = None;
+        let mut failing = false;
+        let mut sent = false;
         for o in outcomes {
-            let action = self.action(o.position, &o.outcome, &mapped, &mut stop);
+            sent |= matches!(o.outcome, Outcome::Sent { .. });
+            let action = self.action(o.position, &o.outcome, &mapped, &mut failing);
             mapped.decisions.push((o.position, action));
+        }
+        // What SQS did with this batch is what the next tick knows of it.
+        // A batch SQS took none of, for reasons of its own, stops the
+        // drain: no more is taken that SQS would not take either. One it
+        // took some of goes on (another target failing, or some messages
+        // throttled past every retry), the others held.
+        let stop = (failing && !sent).then_some(StopReason::SqsFailing);
+        if sent {
+            self.poller.health.set(SqsState::Answering);
+        } else if failing {
+            self.poller.health.set(SqsState::Failing);
         }
         self.report.rejected += mapped
             .decisions
@@ -98,6 +133,7 @@ impl<T: Transport> Drain<'_, T> {
         let mut mapped = Mapped {
             items: Vec::with_capacity(batch.len()),
             decisions: Vec::with_capacity(batch.len()),
+            targets: Vec::with_capacity(batch.len()),
             ..Mapped::default()
         };
         for d in batch {
@@ -108,9 +144,11 @@ impl<T: Transport> Drain<'_, T> {
                 }
                 let failure = Failure::permanent(UNREADABLE, why.clone());
                 self.rejecting(tag, &mapped, &failure);
+                metrics::counter!(crate::metric::UNREADABLE_MESSAGES).increment(1);
                 mapped.decisions.push((tag, Action::Reject));
                 continue;
             }
+            note_not_utf8(self.queue, &d);
             let incoming = Incoming::from_delivery(d, self.queue);
             if let Some(id) = &incoming.properties.message_id {
                 mapped.message_ids.insert(tag, id.clone());
@@ -118,6 +156,7 @@ impl<T: Transport> Drain<'_, T> {
             let plan = routing::plan(routes, &incoming);
             match self.poller.mapper.route(router, plan, incoming, tag) {
                 Ok(Routed::To(target, m)) => {
+                    mapped.targets.push((tag, target));
                     let fifo = router.targets().get(target).is_some_and(|f| f.rules().fifo);
                     match &m.group_id {
                         Some(g) if fifo && self.blocked_groups.contains(target, g) => {
@@ -153,15 +192,16 @@ impl<T: Transport> Drain<'_, T> {
         );
     }
 
-    /// What becomes of the delivery `tag` after this outcome. A failure no
-    /// retry fixes that is not the message's fault sets `stop`; a held FIFO
-    /// message blocks its group for the rest of the drain.
+    /// What becomes of the delivery `tag` after this outcome. A failure of
+    /// SQS's own (not the message's, not the deadline) sets `failing` and
+    /// marks its target as failing in this drain; a held FIFO message
+    /// blocks its group for the rest of the drain.
     fn action(
         &mut self,
         tag: u64,
         outcome: &Outcome,
         mapped: &Mapped,
-        stop: &mut Option<StopReason>,
+        failing: &mut bool,
     ) -> Action {
         match outcome {
             Outcome::Sent { .. } => {
@@ -177,14 +217,34 @@ impl<T: Transport> Drain<'_, T> {
                 Action::Reject
             }
             Outcome::Failed(f) => {
-                if !f.retryable && stop.is_none() {
-                    tracing::error!(
-                        queue = self.queue,
-                        code = %f.code,
-                        "SQS refused the call for a reason no retry fixes; the messages stay in RabbitMQ and this queue's drain stops: {}",
-                        f.message
-                    );
-                    *stop = Some(StopReason::SqsFailing);
+                let target = mapped
+                    .targets
+                    .binary_search_by_key(&tag, |(t, _)| *t)
+                    .ok()
+                    .and_then(|i| mapped.targets.get(i))
+                    .map(|(_, target)| *target);
+                if sqs_failing(f)
+                    && let Some(target) = target
+                {
+                    self.failing_targets.insert(target);
+                }
+                if sqs_failing(f) && !*failing {
+                    if f.retryable {
+                        tracing::warn!(
+                            queue = self.queue,
+                            code = %f.code,
+                            "SQS did not take a message after every retry; it stays in RabbitMQ (requeued when this queue's drain ends): {}",
+                            f.message
+                        );
+                    } else {
+                        tracing::error!(
+                            queue = self.queue,
+                            code = %f.code,
+                            "SQS refused the call for a reason no retry fixes; the message stays in RabbitMQ (requeued when this queue's drain ends): {}",
+                            f.message
+                        );
+                    }
+                    *failing = true;
                 }
                 if let Some((target, g)) = mapped.groups.get(&tag) {
                     self.blocked_groups.insert(*target, g.clone());

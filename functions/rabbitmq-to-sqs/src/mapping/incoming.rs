@@ -2,6 +2,7 @@
 //! the broker becomes an [`Incoming`] here, an `aws:rmq` event message in
 //! [`crate::amazon_mq`], so the mapping to SQS is written once.
 
+use crate::amqp::{RawText, TextField};
 use crate::values::{FieldValue, non_empty, table_fields};
 
 /// The AMQP basic properties, whatever the source.
@@ -53,6 +54,11 @@ pub struct Incoming {
     pub queue: String,
     /// Whether the broker delivered it before.
     pub redelivered: bool,
+    /// Its short strings that are not UTF-8, and their octets (polled
+    /// deliveries only): the text fields above read with `?` for each octet
+    /// that is not part of UTF-8 text, and the mapping uses these octets
+    /// where they must not change (attributes, FIFO ids).
+    pub raw: Vec<RawText>,
 }
 
 fn short(s: &Option<amq_protocol::types::ShortString>) -> Option<String> {
@@ -60,6 +66,14 @@ fn short(s: &Option<amq_protocol::types::ShortString>) -> Option<String> {
 }
 
 impl Incoming {
+    /// The octets of `field` when they are not UTF-8.
+    pub fn raw(&self, field: TextField) -> Option<&[u8]> {
+        self.raw
+            .iter()
+            .find(|r| r.field == field)
+            .map(|r| r.bytes.as_slice())
+    }
+
     /// A delivery polled from `queue`; its body moves into the message.
     pub fn from_delivery(d: crate::amqp::Delivery, queue: &str) -> Self {
         let p = &d.properties;
@@ -85,6 +99,7 @@ impl Incoming {
             exchange: non_empty(&d.exchange),
             queue: queue.to_owned(),
             redelivered: d.redelivered,
+            raw: d.raw,
         }
     }
 }

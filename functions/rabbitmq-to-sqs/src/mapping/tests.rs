@@ -39,6 +39,7 @@ fn incoming() -> Incoming {
         exchange: Some("orders".into()),
         queue: "orders-q".into(),
         redelivered: false,
+        raw: Vec::new(),
     }
 }
 
@@ -170,6 +171,81 @@ fn fifo_ids_follow_the_rules() {
     assert_eq!(m.deduplication_id, None);
 }
 
+/// `incoming()` whose routing key, message id and app id came as Latin-1
+/// octets (not UTF-8), as the AMQP client hands such a delivery on.
+fn latin1_fields() -> Incoming {
+    use crate::amqp::{RawText, TextField};
+    let mut m = incoming();
+    m.routing_key = Some("caf?".into());
+    m.properties.message_id = Some("m-?".into());
+    m.properties.app_id = Some("app-?".into());
+    m.raw = vec![
+        RawText {
+            field: TextField::RoutingKey,
+            bytes: b"caf\xe9".to_vec(),
+        },
+        RawText {
+            field: TextField::MessageId,
+            bytes: b"m-\xe9".to_vec(),
+        },
+        RawText {
+            field: TextField::AppId,
+            bytes: b"app-\xff".to_vec(),
+        },
+    ];
+    m
+}
+
+#[test]
+fn short_strings_that_are_not_utf8_go_as_their_octets() {
+    let mut r = rules();
+    r.properties = vec![
+        Property::RoutingKey,
+        Property::MessageId,
+        Property::AppId,
+        Property::CorrelationId,
+    ];
+    let m = Mapper::new(r.clone(), DeliveryMode::AtLeastOnce, true, None)
+        .message(latin1_fields(), 0u8)
+        .expect("mapped, not refused");
+    let value = |name: &str| attr(&m, name).map(|a| a.value.clone());
+    assert_eq!(
+        value("amqp.routing-key"),
+        Some(AttributeValue::Binary(b"caf\xe9".to_vec()))
+    );
+    assert_eq!(
+        value("amqp.message-id"),
+        Some(AttributeValue::Binary(b"m-\xe9".to_vec()))
+    );
+    assert_eq!(
+        value("amqp.app-id"),
+        Some(AttributeValue::Binary(b"app-\xff".to_vec()))
+    );
+    assert_eq!(
+        value("amqp.correlation-id"),
+        Some(AttributeValue::String("c-1".into())),
+        "a property that is text stays text"
+    );
+    // FIFO ids from the octets, hashed: not from the text they read as.
+    assert_eq!(
+        m.group_id.as_deref(),
+        Some(crate::fifo_id::sqs_id_of_octets(b"caf\xe9").as_str())
+    );
+    assert_eq!(
+        m.deduplication_id.as_deref(),
+        Some(crate::fifo_id::sqs_id_of_octets(b"m-\xe9").as_str())
+    );
+    let mut other = latin1_fields();
+    other.raw[1].bytes = b"m-\xe8".to_vec();
+    let m2 = Mapper::new(r, DeliveryMode::AtLeastOnce, true, None)
+        .message(other, 0u8)
+        .expect("mapped");
+    assert_ne!(
+        m.deduplication_id, m2.deduplication_id,
+        "ids that read alike (`m-?`) keep apart"
+    );
+}
+
 #[test]
 fn exactly_once_refuses_messages_without_correlation_id() {
     let mut r = rules();
@@ -225,6 +301,53 @@ fn amqp_values_convert() {
     assert_eq!(
         amqp_value(&AMQPValue::FieldArray(arr)),
         FieldValue::Json(r#"[{"count":2,"raw":{"base64":"/w=="}},null]"#.into())
+    );
+}
+
+#[test]
+fn numbers_sqs_refuses_as_numbers_become_text_and_the_message_goes() {
+    use sqs_forwarder::message::encode::{EncodeRules, prepare};
+    let d = |scale, value| AMQPValue::DecimalValue(DecimalValue { scale, value });
+    let cases = [
+        (AMQPValue::Double(1e200), FieldValue::Text("1e200".into())),
+        (AMQPValue::Double(-1e127), FieldValue::Text("-1e127".into())),
+        (AMQPValue::Double(5e-324), FieldValue::Text("5e-324".into())),
+        (AMQPValue::Float(1e-30), FieldValue::Number(format!("0.{}1", "0".repeat(29)))),
+        (AMQPValue::Double(1e125), FieldValue::Number(1e125f64.to_string())),
+        (d(200, 123), FieldValue::Text("123e-200".into())),
+        (d(130, 7), FieldValue::Text("7e-130".into())),
+        (d(128, 7), FieldValue::Number(format!("0.{}7", "0".repeat(127)))),
+        (AMQPValue::LongLongInt(i64::MIN), FieldValue::Number(i64::MIN.to_string())),
+    ];
+    let mut m = incoming();
+    // An aws:rmq event's JSON can hold any number: one SQS refuses goes as text.
+    m.headers = vec![("j".into(), json_value(&serde_json::json!(1e200)))];
+    for (i, (value, expected)) in cases.iter().enumerate() {
+        assert_eq!(&amqp_value(value), expected, "{value:?}");
+        m.headers.push((format!("n{i}"), amqp_value(value)));
+    }
+    let mapped = Mapper::new(rules(), DeliveryMode::AtLeastOnce, false, None)
+        .message(m, 0u8)
+        .expect("mapped");
+    let (_, refused) = prepare(mapped.clone(), &EncodeRules::default());
+    assert!(refused.is_ok(), "SQS's own checks take every attribute: {refused:?}");
+    for a in &mapped.attributes {
+        if let AttributeValue::Number(n) = &a.value {
+            assert!(
+                sqs_forwarder::message::encode::is_sqs_number(n),
+                "{}: {n}",
+                a.name
+            );
+        }
+    }
+    assert_eq!(
+        attr(&mapped, "n0").map(|a| a.value.clone()),
+        Some(AttributeValue::String("1e200".into()))
+    );
+    assert_eq!(
+        attr(&mapped, "j").map(|a| a.value.clone()),
+        Some(AttributeValue::String("1e+200".into())),
+        "serde_json's text"
     );
 }
 

@@ -124,6 +124,28 @@ impl DirectClient {
     }
 }
 
+impl DirectClient {
+    /// [`Transport::probe`](crate::call::transport::Transport::probe)
+    /// through the direct client: one `GetQueueAttributes` of `url`, no
+    /// retry.
+    pub async fn probe(&self, url: &str) -> Result<(), Failure> {
+        let body = json!({ "QueueUrl": url, "AttributeNames": ["MaximumMessageSize"] });
+        let call = self.post(
+            "GetQueueAttributes",
+            GET_QUEUE_ATTRIBUTES,
+            Bytes::from(body.to_string()),
+        );
+        match self.bounded("GetQueueAttributes", call).await {
+            Ok(_) => Ok(()),
+            Err(CallError::Failed(f)) => Err(f),
+            Err(CallError::TooLong(m)) => Err(Failure::permanent(
+                crate::send::codes::UNKNOWN_ERROR,
+                format!("GetQueueAttributes failed: {m}"),
+            )),
+        }
+    }
+}
+
 /// Resolve the queue URL and read its attributes through the direct
 /// client: the SDK path's calls, results and errors ([`crate::call::sdk`]).
 pub async fn discover(

@@ -76,8 +76,23 @@ pub fn check_attribute(a: &Attribute) -> Result<(), Failure> {
     }
 }
 
+/// The smallest and largest powers of ten of a number SQS takes: its
+/// magnitude lies between 10^-128 and 10^126 (or it is zero).
+const MIN_EXPONENT: i64 = -128;
+const MAX_EXPONENT: i64 = 126;
+
+/// Whether SQS takes `s` as a `Number` attribute's value: a decimal number
+/// (sign, digits, fraction, exponent) with at most 38 significant digits,
+/// zero or between 10^-128 and 10^126 in magnitude (the SQS developer
+/// guide, "Message attribute data types"). A value outside them (a double
+/// of 1e200, say) is refused by SQS; a caller with such a number sends it
+/// as a `String`.
+pub fn is_sqs_number(s: &str) -> bool {
+    is_number(s)
+}
+
 /// A decimal number as SQS takes it: sign, digits, fraction, exponent, with at
-/// most 38 significant digits.
+/// most 38 significant digits, in SQS's range.
 fn is_number(s: &str) -> bool {
     let t = s.strip_prefix(['+', '-']).unwrap_or(s);
     let (mantissa, exponent) = match t.find(['e', 'E']) {
@@ -106,7 +121,24 @@ fn is_number(s: &str) -> bool {
         let e = e.strip_prefix(['+', '-']).unwrap_or(e);
         !e.is_empty() && e.len() <= 3 && e.bytes().all(|b| b.is_ascii_digit())
     });
-    digits_ok && exponent_ok && significant <= 38
+    if !(digits_ok && exponent_ok && significant <= 38) {
+        return false;
+    }
+    if leading == total {
+        return true; // zero
+    }
+    // The power of ten of the first significant digit.
+    let exponent: i64 = exponent.map_or(0, |e| {
+        let (negative, e) = match e.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, e.strip_prefix('+').unwrap_or(e)),
+        };
+        let n = e.parse::<i64>().unwrap_or(0);
+        if negative { -n } else { n }
+    });
+    let order = int.len() as i64 - 1 - leading as i64 + exponent;
+    let exactly_one = significant == 1 && digits().nth(leading) == Some(b'1');
+    order >= MIN_EXPONENT && (order < MAX_EXPONENT || (order == MAX_EXPONENT && exactly_one))
 }
 
 /// Check a group or deduplication id: 1..=128 of ASCII letters, digits and
@@ -165,7 +197,25 @@ mod tests {
             let (_, e) = prepare(Message::new("b", 0).attribute(a.clone()), &rules());
             assert_eq!(e.expect_err("invalid").code, code, "{a:?}");
         }
-        for n in ["0", "-1.5", "+3e10", ".5", "5.", "1E-7"] {
+        for n in ["0", "-1.5", "+3e10", ".5", "5.", "1E-7", "0.000", "1e126", "-1E+126"] {
+            assert!(is_number(n), "{n}");
+        }
+        // SQS's range: 10^-128 to 10^126 in magnitude.
+        let big = format!("1{}", "0".repeat(200)); // a double of 1e200, as Rust writes it
+        let tiny = format!("0.{}5", "0".repeat(323)); // 5e-324
+        for n in [
+            big.as_str(),
+            tiny.as_str(),
+            "1e127",
+            "1.1e126",
+            "2e126",
+            "-1e127",
+            "9e-129",
+            "0.1e-128",
+        ] {
+            assert!(!is_number(n), "{n}");
+        }
+        for n in ["1e-128", "10e-129", "9.99e125", "0.01e128"] {
             assert!(is_number(n), "{n}");
         }
         let dup = Message::new("b", 0)

@@ -185,4 +185,15 @@ impl Transport for FakeSqs {
             self.answer_call(call, items).await
         })
     }
+
+    fn probe(&self) -> BoxFuture<'_, Result<(), crate::send::outcome::Failure>> {
+        Box::pin(async move {
+            let n = self.counters.probes.fetch_add(1, Ordering::SeqCst);
+            match (&self.probe, &self.behind) {
+                (Some(rule), _) => rule(n),
+                (None, Some(behind)) => behind.probe().await,
+                (None, None) => Ok(()),
+            }
+        })
+    }
 }

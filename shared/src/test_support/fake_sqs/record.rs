@@ -74,6 +74,11 @@ impl FakeSqs {
         self.counters.started.load(Ordering::SeqCst)
     }
 
+    /// Probes answered ([`Transport::probe`](crate::call::transport::Transport::probe)).
+    pub fn probe_count(&self) -> usize {
+        self.counters.probes.load(Ordering::SeqCst)
+    }
+
     /// Calls started and not answered yet.
     pub fn in_flight(&self) -> usize {
         self.counters.in_flight.load(Ordering::SeqCst)
