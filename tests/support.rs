@@ -7,6 +7,8 @@
 
 #[path = "support/aggregation.rs"]
 pub mod aggregation;
+#[path = "support/fault_proxy.rs"]
+pub mod fault_proxy;
 #[path = "support/rabbitmq.rs"]
 pub mod rabbitmq;
 #[path = "support/routing.rs"]

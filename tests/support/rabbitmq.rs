@@ -27,6 +27,36 @@ pub fn amqp_url() -> String {
         .unwrap_or_else(|| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
 }
 
+/// The broker's address (`RABBITMQ_TEST_URL`'s host and port).
+pub fn broker_addr() -> std::net::SocketAddr {
+    use std::net::ToSocketAddrs;
+    let url = amqp_url();
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, r)| r);
+    let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+    let host = host.split('/').next().unwrap_or(host);
+    let host = if host.contains(':') {
+        host.to_owned()
+    } else {
+        format!("{host}:5672")
+    };
+    host.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .unwrap_or_else(|| panic!("RABBITMQ_TEST_URL's host {host:?} does not resolve"))
+}
+
+/// `RABBITMQ_TEST_URL` with `addr` (a proxy in front of the broker) in
+/// place of the broker's host and port, and `query` appended.
+pub fn amqp_url_via(addr: std::net::SocketAddr, query: &str) -> String {
+    let url = amqp_url();
+    let (scheme, rest) = url.split_once("://").expect("a URL");
+    let (userinfo, hostpath) = rest.rsplit_once('@').expect("user info in RABBITMQ_TEST_URL");
+    let path = hostpath.find('/').map_or("/%2f", |i| &hostpath[i..]);
+    let path = path.split('?').next().unwrap_or(path);
+    let q = if query.is_empty() { String::new() } else { format!("?{query}") };
+    format!("{scheme}://{userinfo}@{addr}{path}{q}")
+}
+
 /// A name no other test uses.
 pub fn unique(base: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
@@ -60,6 +90,11 @@ impl Broker {
         Self::open(Some(name.to_owned()), Vec::new()).await
     }
 
+    /// Connect to the broker through `url` (a proxy in front of it).
+    pub async fn at(url: &str) -> Self {
+        Self::open_at(url, None, Vec::new()).await
+    }
+
     /// A new connection and channel in place of ones the broker closed (a
     /// restart), keeping the queues to clean up.
     pub async fn reconnect(self) -> Self {
@@ -67,11 +102,15 @@ impl Broker {
     }
 
     async fn open(name: Option<String>, queues: Vec<String>) -> Self {
+        Self::open_at(&amqp_url(), name, queues).await
+    }
+
+    async fn open_at(url: &str, name: Option<String>, queues: Vec<String>) -> Self {
         let mut props = ConnectionProperties::default();
         if let Some(n) = &name {
             props = props.with_connection_name(n.as_str().into());
         }
-        let conn = Connection::connect(&amqp_url(), props)
+        let conn = Connection::connect(url, props)
             .await
             .expect("RabbitMQ must run on 127.0.0.1:5672 (scripts/local-rabbitmq.sh start), or set RABBITMQ_TEST_URL");
         let ch = conn.create_channel().await.expect("channel");
