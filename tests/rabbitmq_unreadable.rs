@@ -132,7 +132,8 @@ async fn short_strings_that_are_not_utf8_never_stall_a_queue() {
     let rig = Rig::new("utf8").await;
     let key = ShortString::from("k");
     rig.publish(&key, "clean-1", id("1")).await;
-    rig.publish(&text(KEY_MARK), "bad-routing-key", id("2")).await;
+    rig.publish(&text(KEY_MARK), "bad-routing-key", id("2"))
+        .await;
     rig.publish(&key, "clean-3", id("3")).await;
     let props = BasicProperties::default()
         .with_message_id(text(ID_MARK))
@@ -140,7 +141,10 @@ async fn short_strings_that_are_not_utf8_never_stall_a_queue() {
     rig.publish(&key, "bad-properties", props).await;
     let mut headers = FieldTable::default();
     headers.insert(text(HDR_MARK), AMQPValue::LongString(LongString::from("v")));
-    headers.insert("tenant".into(), AMQPValue::LongString(LongString::from("acme")));
+    headers.insert(
+        "tenant".into(),
+        AMQPValue::LongString(LongString::from("acme")),
+    );
     rig.publish(&key, "bad-header-name", id("5").with_headers(headers))
         .await;
     rig.publish(&key, "clean-6", id("6")).await;
@@ -333,11 +337,7 @@ async fn header_numbers_sqs_refuses_as_numbers_reach_sqs_as_text() {
     assert_eq!(broker.ready(&format!("{queue}.dlq")).await, 0);
     let got = drain(&sqs, &url, 1).await;
     let a = attributes(&got[0]);
-    for (name, value) in [
-        ("big", "1e200"),
-        ("tiny", "5e-324"),
-        ("scaled", "123e-200"),
-    ] {
+    for (name, value) in [("big", "1e200"), ("tiny", "5e-324"), ("scaled", "123e-200")] {
         assert_eq!(
             a.get(name).map(|(t, v)| (t.as_str(), v.as_slice())),
             Some(("String", value.as_bytes())),

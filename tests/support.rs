@@ -41,6 +41,12 @@ pub fn client() -> Client {
 
 /// The local endpoint's AWS settings, as a function reads its own at start.
 pub fn sdk_config() -> aws_config::SdkConfig {
+    sdk_config_at(&endpoint())
+}
+
+/// The same settings with the SQS endpoint at `endpoint` (a proxy in front
+/// of the local one).
+pub fn sdk_config_at(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::SdkConfig::builder()
         .behavior_version(BehaviorVersion::latest())
         .region(Region::new("us-east-1"))
@@ -49,7 +55,7 @@ pub fn sdk_config() -> aws_config::SdkConfig {
                 "test", "test", None, None, "tests",
             )),
         )
-        .endpoint_url(endpoint())
+        .endpoint_url(endpoint)
         .build()
 }
 

@@ -19,6 +19,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+/// Octets to replace in what clients send, and their replacements.
+type Rewrites = Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>;
+
 /// What the proxy does with the bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -35,7 +38,7 @@ pub struct FaultProxy {
     /// Where clients connect.
     pub addr: SocketAddr,
     mode: watch::Sender<Mode>,
-    rewrites: Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>,
+    rewrites: Rewrites,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -51,7 +54,7 @@ impl FaultProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (mode, _) = watch::channel(Mode::Pass);
-        let rewrites: Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>> = Arc::default();
+        let rewrites: Rewrites = Arc::default();
         let (m, r) = (mode.clone(), rewrites.clone());
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
@@ -100,7 +103,7 @@ async fn pipe(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     mut mode: watch::Receiver<Mode>,
-    rewrites: Option<Arc<Mutex<Vec<(Vec<u8>, Vec<u8>)>>>>,
+    rewrites: Option<Rewrites>,
 ) {
     let mut pending: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];

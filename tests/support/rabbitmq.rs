@@ -50,10 +50,16 @@ pub fn broker_addr() -> std::net::SocketAddr {
 pub fn amqp_url_via(addr: std::net::SocketAddr, query: &str) -> String {
     let url = amqp_url();
     let (scheme, rest) = url.split_once("://").expect("a URL");
-    let (userinfo, hostpath) = rest.rsplit_once('@').expect("user info in RABBITMQ_TEST_URL");
+    let (userinfo, hostpath) = rest
+        .rsplit_once('@')
+        .expect("user info in RABBITMQ_TEST_URL");
     let path = hostpath.find('/').map_or("/%2f", |i| &hostpath[i..]);
     let path = path.split('?').next().unwrap_or(path);
-    let q = if query.is_empty() { String::new() } else { format!("?{query}") };
+    let q = if query.is_empty() {
+        String::new()
+    } else {
+        format!("?{query}")
+    };
     format!("{scheme}://{userinfo}@{addr}{path}{q}")
 }
 
@@ -134,6 +140,52 @@ impl Broker {
     /// broker restart.
     pub async fn durable_queue(&mut self, base: &str) -> String {
         self.declare(base, false, true).await
+    }
+
+    /// A fresh quorum queue with this `x-delivery-limit`, and `<name>.dlq`,
+    /// which gets what it dead-letters (past the limit, among others).
+    pub async fn quorum_queue(&mut self, base: &str, delivery_limit: i32) -> String {
+        let name = unique(base);
+        let dlq = format!("{name}.dlq");
+        self.ch
+            .queue_declare(
+                dlq.as_str().into(),
+                QueueDeclareOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .expect("declare dlq");
+        self.queues.push(dlq.clone());
+        let mut args = FieldTable::default();
+        args.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString("quorum".into()),
+        );
+        args.insert(
+            "x-delivery-limit".into(),
+            AMQPValue::LongInt(delivery_limit),
+        );
+        args.insert(
+            "x-dead-letter-exchange".into(),
+            AMQPValue::LongString("".into()),
+        );
+        args.insert(
+            "x-dead-letter-routing-key".into(),
+            AMQPValue::LongString(dlq.as_str().into()),
+        );
+        self.ch
+            .queue_declare(
+                name.as_str().into(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..QueueDeclareOptions::default()
+                },
+                args,
+            )
+            .await
+            .expect("declare the quorum queue");
+        self.queues.push(name.clone());
+        name
     }
 
     async fn declare(&mut self, base: &str, dead_letters: bool, durable: bool) -> String {

@@ -63,8 +63,8 @@ use sqs_forwarder::route::Router;
 use sqs_forwarder::{Failure, Transport};
 use tokio::time::Instant;
 
-pub use self::report::{PollReport, QueueReport, StopReason};
 use self::health::SqsHealth;
+pub use self::report::{PollReport, QueueReport, StopReason};
 use self::settle::BlockedGroups;
 use crate::broker::Secrets;
 use crate::mapping::Mapper;

@@ -302,7 +302,10 @@ fn text_field(p: Property) -> Option<TextField> {
         Property::ClusterId => TextField::ClusterId,
         Property::RoutingKey => TextField::RoutingKey,
         Property::Exchange => TextField::Exchange,
-        Property::Timestamp | Property::Priority | Property::DeliveryMode | Property::Redelivered => {
+        Property::Timestamp
+        | Property::Priority
+        | Property::DeliveryMode
+        | Property::Redelivered => {
             return None;
         }
     })

@@ -59,13 +59,8 @@ pub const RABBITMQ_HEARTBEAT_S: Variable =
 pub const RABBITMQ_IDLE_MS: Variable =
     Variable::number("RABBITMQ_IDLE_MS", "200", 10, 60_000, " ms");
 /// `RABBITMQ_MAX_BATCH_BYTES` (default: [`default_max_batch_bytes`]).
-pub const RABBITMQ_MAX_BATCH_BYTES: Variable = Variable::number(
-    "RABBITMQ_MAX_BATCH_BYTES",
-    "",
-    1 << 20,
-    1 << 34,
-    " bytes",
-);
+pub const RABBITMQ_MAX_BATCH_BYTES: Variable =
+    Variable::number("RABBITMQ_MAX_BATCH_BYTES", "", 1 << 20, 1 << 34, " bytes");
 /// `DEDUPLICATION_ID_FROM`.
 pub const DEDUPLICATION_ID_FROM: Variable =
     Variable::words::<DedupFrom>("DEDUPLICATION_ID_FROM", "auto");

@@ -123,7 +123,8 @@ impl<T: Transport> Router<T> {
     /// passes; any other failure, or no answer by the deadline, is the
     /// first target's failure.
     pub async fn probe(&self, deadline: Option<Instant>) -> Result<(), Failure> {
-        let asks = futures_util::future::join_all(self.targets().iter().map(|f| f.transport().probe()));
+        let asks =
+            futures_util::future::join_all(self.targets().iter().map(|f| f.transport().probe()));
         let answers = match deadline {
             Some(at) => tokio::time::timeout_at(at, asks).await.map_err(|_| {
                 Failure::transient(

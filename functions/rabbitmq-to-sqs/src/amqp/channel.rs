@@ -33,8 +33,7 @@ impl Drop for Consumer {
     /// Nobody takes its deliveries any more: the client reads on, and
     /// keeps only their tags.
     fn drop(&mut self) {
-        self.shared
-            .with_slot(self.channel, |s| s.deliveries = None);
+        self.shared.with_slot(self.channel, |s| s.deliveries = None);
         self.budget.release(usize::MAX);
     }
 }

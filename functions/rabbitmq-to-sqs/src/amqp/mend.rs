@@ -36,7 +36,7 @@ pub(crate) struct Notes {
 /// Parse the whole frame `frame`, which the codec must take entirely.
 fn parse(frame: &[u8]) -> Option<AMQPFrame> {
     match parse_frame(frame) {
-        Ok((rest, parsed)) if rest.is_empty() => Some(parsed),
+        Ok(([], parsed)) => Some(parsed),
         _ => None,
     }
 }

@@ -20,7 +20,6 @@ use super::octets::u32_at;
 /// the mapping writes at most 16 levels as JSON).
 pub(super) const MAX_NESTING: usize = 64;
 
-
 /// How deep the field table at the start of `bytes` (its length first)
 /// nests, counted without recursion, as far as it is well formed: where it
 /// is not, the parser stops at the same place and no deeper.

@@ -128,7 +128,10 @@ async fn prefetch_bounds_the_deliveries_and_a_multiple_ack_releases_the_next() {
     let conn = open(&uri(""), "amqp-tests").await.expect("connects");
     let ch = conn.create_channel().await.expect("channel");
     ch.basic_qos(5).await.expect("qos");
-    let mut consumer = ch.basic_consume(&q, "t", usize::MAX).await.expect("consume");
+    let mut consumer = ch
+        .basic_consume(&q, "t", usize::MAX)
+        .await
+        .expect("consume");
     let mut tags = Vec::new();
     for _ in 0..5 {
         let d = tokio::time::timeout(Duration::from_secs(5), consumer.next())
@@ -226,7 +229,10 @@ async fn a_vhost_the_broker_does_not_have_is_an_error() {
         Err(e) => e,
     };
     assert!(e.to_string().contains("530"), "{e}");
-    assert!(e.is_access_refused(), "530 NOT_ALLOWED is access refused: {e}");
+    assert!(
+        e.is_access_refused(),
+        "530 NOT_ALLOWED is access refused: {e}"
+    );
 }
 
 #[tokio::test]
@@ -234,7 +240,10 @@ async fn a_deleted_queue_cancels_the_consumer_and_the_channel_stays_open() {
     let (q, lapin_ch, _lapin) = queue_with("amqp-cancel", &[]).await;
     let conn = open(&uri(""), "amqp-tests").await.expect("connects");
     let ch = conn.create_channel().await.expect("channel");
-    let mut consumer = ch.basic_consume(&q, "t", usize::MAX).await.expect("consume");
+    let mut consumer = ch
+        .basic_consume(&q, "t", usize::MAX)
+        .await
+        .expect("consume");
     delete(&lapin_ch, &q).await;
     let end = tokio::time::timeout(Duration::from_secs(5), consumer.next())
         .await

@@ -6,10 +6,10 @@
 use amq_protocol::frame::{AMQPFrame, WriteContext, gen_frame, parse_frame};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use super::Error;
 use super::layout::{self, BODY, HEADER};
 use super::mend::{self, Notes};
 use super::octets::u32_at;
-use super::Error;
 
 /// How much room a read asks for at least.
 const READ_CHUNK: usize = 64 * 1024;

@@ -61,6 +61,8 @@ impl<T: Transport> Drain<'_, T> {
 
         let mut taken: u64 = 0;
         let mut idle_rounds = 0;
+        // The last batch's decisions, settled once the consumer is cancelled.
+        let mut last = None;
         let stop = loop {
             let now = Instant::now();
             if taken >= budget {
@@ -133,22 +135,31 @@ impl<T: Transport> Drain<'_, T> {
             }
             taken += batch.len() as u64;
             self.report.received += batch.len() as u64;
-            let forwarded = self.forward(batch).await;
-            // Settled (or given up with the connection): the client may
-            // read on.
+            let sent = self.send(batch).await;
+            // Sent: the bodies are gone, the client may read on.
             consumer.release(bytes);
-            if let Some(stop) = forwarded? {
+            let stop = sent
+                .stop
+                .or_else(|| (taken >= budget).then_some(StopReason::MaxMessages))
+                .or_else(|| (Instant::now() >= stop_at).then_some(StopReason::Deadline));
+            if let Some(stop) = stop {
+                last = Some(sent.decisions);
                 break stop;
             }
+            self.settle(sent.decisions).await?;
         };
-        // The consumer is cancelled before anything is given back, so that
-        // the broker does not deliver a requeued message to it again (on a
-        // quorum queue, a second delivery attempt for nothing).
+        // The consumer is cancelled before the last batch is settled and
+        // anything given back: its acks free no window for deliveries
+        // nobody takes, and a requeued message is not delivered to it
+        // again (on a quorum queue, a delivery attempt each, for nothing).
         let untaken = self
             .channel
             .cancel(consumer)
             .await
             .map_err(|e| self.describe("basic.cancel", &e))?;
+        if let Some(decisions) = last {
+            self.settle(decisions).await?;
+        }
         self.requeue_held(&untaken).await?;
         Ok(stop)
     }

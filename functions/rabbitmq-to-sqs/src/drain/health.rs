@@ -52,12 +52,18 @@ pub struct SqsHealth(Mutex<SqsState>);
 impl SqsHealth {
     /// What is known now.
     pub fn state(&self) -> SqsState {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Record what a send or a probe found.
     pub fn set(&self, state: SqsState) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = state;
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = state;
     }
 }
 

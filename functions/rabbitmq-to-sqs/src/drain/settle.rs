@@ -39,6 +39,13 @@ impl Mapped {
     }
 }
 
+/// A batch sent: what becomes of each delivery, not yet told the broker,
+/// and whether the drain must stop.
+pub(super) struct Sent {
+    pub(super) decisions: Vec<(u64, Action)>,
+    pub(super) stop: Option<StopReason>,
+}
+
 /// The failure code of a message the AMQP client could not read whole
 /// ([`crate::amqp::Delivery::fault`]).
 pub(super) const UNREADABLE: &str = "UnreadableMessage";
@@ -89,6 +96,16 @@ impl<T: Transport> Drain<'_, T> {
         &mut self,
         batch: Vec<Delivery>,
     ) -> Result<Option<StopReason>, DrainError> {
+        let sent = self.send(batch).await;
+        self.settle(sent.decisions).await?;
+        Ok(sent.stop)
+    }
+
+    /// Forward `batch` and decide what becomes of each delivery, without
+    /// telling the broker yet ([`Drain::settle`]): when this is the drain's
+    /// last batch, the consumer is cancelled first, so that the window its
+    /// acks free is not filled with deliveries nobody takes.
+    pub(super) async fn send(&mut self, batch: Vec<Delivery>) -> Sent {
         let mut mapped = self.map(batch);
         let items = std::mem::take(&mut mapped.items);
         let mut outcomes: Vec<MessageOutcome<u64>> = Vec::with_capacity(items.len());
@@ -119,8 +136,10 @@ impl<T: Transport> Drain<'_, T> {
             .iter()
             .filter(|(_, a)| *a == Action::Reject)
             .count() as u64;
-        self.settle(mapped.decisions).await?;
-        Ok(stop)
+        Sent {
+            decisions: mapped.decisions,
+            stop,
+        }
     }
 
     /// Each delivery as a message routed to its target (or settled by the
@@ -256,7 +275,7 @@ impl<T: Transport> Drain<'_, T> {
 
     /// Make the AMQP calls for `decisions`, the deliveries held earlier
     /// counted as still unsettled; then remember the newly held ones.
-    async fn settle(&mut self, decisions: Vec<(u64, Action)>) -> Result<(), DrainError> {
+    pub(super) async fn settle(&mut self, decisions: Vec<(u64, Action)>) -> Result<(), DrainError> {
         let mut outstanding: Vec<(u64, Action)> =
             self.held.iter().map(|t| (*t, Action::Hold)).collect();
         outstanding.extend(decisions.iter().copied());

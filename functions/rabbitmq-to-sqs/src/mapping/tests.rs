@@ -312,12 +312,24 @@ fn numbers_sqs_refuses_as_numbers_become_text_and_the_message_goes() {
         (AMQPValue::Double(1e200), FieldValue::Text("1e200".into())),
         (AMQPValue::Double(-1e127), FieldValue::Text("-1e127".into())),
         (AMQPValue::Double(5e-324), FieldValue::Text("5e-324".into())),
-        (AMQPValue::Float(1e-30), FieldValue::Number(format!("0.{}1", "0".repeat(29)))),
-        (AMQPValue::Double(1e125), FieldValue::Number(1e125f64.to_string())),
+        (
+            AMQPValue::Float(1e-30),
+            FieldValue::Number(format!("0.{}1", "0".repeat(29))),
+        ),
+        (
+            AMQPValue::Double(1e125),
+            FieldValue::Number(1e125f64.to_string()),
+        ),
         (d(200, 123), FieldValue::Text("123e-200".into())),
         (d(130, 7), FieldValue::Text("7e-130".into())),
-        (d(128, 7), FieldValue::Number(format!("0.{}7", "0".repeat(127)))),
-        (AMQPValue::LongLongInt(i64::MIN), FieldValue::Number(i64::MIN.to_string())),
+        (
+            d(128, 7),
+            FieldValue::Number(format!("0.{}7", "0".repeat(127))),
+        ),
+        (
+            AMQPValue::LongLongInt(i64::MIN),
+            FieldValue::Number(i64::MIN.to_string()),
+        ),
     ];
     let mut m = incoming();
     // An aws:rmq event's JSON can hold any number: one SQS refuses goes as text.
@@ -330,7 +342,10 @@ fn numbers_sqs_refuses_as_numbers_become_text_and_the_message_goes() {
         .message(m, 0u8)
         .expect("mapped");
     let (_, refused) = prepare(mapped.clone(), &EncodeRules::default());
-    assert!(refused.is_ok(), "SQS's own checks take every attribute: {refused:?}");
+    assert!(
+        refused.is_ok(),
+        "SQS's own checks take every attribute: {refused:?}"
+    );
     for a in &mapped.attributes {
         if let AttributeValue::Number(n) = &a.value {
             assert!(

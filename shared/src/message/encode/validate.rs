@@ -197,7 +197,9 @@ mod tests {
             let (_, e) = prepare(Message::new("b", 0).attribute(a.clone()), &rules());
             assert_eq!(e.expect_err("invalid").code, code, "{a:?}");
         }
-        for n in ["0", "-1.5", "+3e10", ".5", "5.", "1E-7", "0.000", "1e126", "-1E+126"] {
+        for n in [
+            "0", "-1.5", "+3e10", ".5", "5.", "1E-7", "0.000", "1e126", "-1E+126",
+        ] {
             assert!(is_number(n), "{n}");
         }
         // SQS's range: 10^-128 to 10^126 in magnitude.

@@ -29,7 +29,10 @@ const LATIN1: &[u8] = b"caf\xe9-\xff!"; // "café-ÿ!" in Latin-1: not UTF-8
 fn a_routing_key_that_is_not_utf8_reads_with_question_marks_and_keeps_its_octets() {
     for frame in [deliver("ex", "ZZZZZZZ"), get_ok("ex", "ZZZZZZZ")] {
         let frame = replace(frame, b"ZZZZZZZ", LATIN1);
-        assert!(parse_frame(frame.as_slice()).is_err(), "the codec refuses it");
+        assert!(
+            parse_frame(frame.as_slice()).is_err(),
+            "the codec refuses it"
+        );
         let (parsed, notes) = mend(&frame).expect("mended");
         let key = match parsed {
             AMQPFrame::Method(3, AMQPClass::Basic(basic::AMQPMethod::Deliver(d))) => {
@@ -137,7 +140,10 @@ fn a_header_whose_properties_cannot_be_read_keeps_only_its_size() {
     };
     assert_eq!(h.body_size, 77);
     assert_eq!(h.properties, Default::default());
-    assert_eq!(notes.fault.as_deref(), Some("its properties cannot be read"));
+    assert_eq!(
+        notes.fault.as_deref(),
+        Some("its properties cannot be read")
+    );
 }
 
 #[test]
