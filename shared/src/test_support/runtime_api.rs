@@ -312,6 +312,16 @@ impl FunctionProcess {
         FunctionProcess { child }
     }
 
+    /// The most memory the process has held resident (its `VmHWM`, in
+    /// bytes), while it runs; `None` where `/proc` does not say.
+    pub fn peak_rss(&self) -> Option<u64> {
+        let pid = self.child.id()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
     /// The exit code, if the process ended within `within`.
     pub async fn exit_code(&mut self, within: Duration) -> Option<i32> {
         match tokio::time::timeout(within, self.child.wait()).await {
