@@ -36,7 +36,10 @@ async fn queue_of(base: &str, count: usize, size: usize) -> (String, Connection)
     // the next run, which starts it afresh.
     let name = base.to_owned();
     let _ = ch
-        .queue_delete(name.as_str().into(), lapin::options::QueueDeleteOptions::default())
+        .queue_delete(
+            name.as_str().into(),
+            lapin::options::QueueDeleteOptions::default(),
+        )
         .await;
     ch.queue_declare(
         name.as_str().into(),
