@@ -21,7 +21,7 @@ pub struct Delivery {
     pub data: Vec<u8>,
     /// Its short strings that are not UTF-8 (AMQP allows any octets), with
     /// their octets: in `exchange`, `routing_key` and `properties` they read
-    /// with `?` for each octet that is not part of UTF-8 text ([`mend`]).
+    /// with `?` for each octet that is not part of UTF-8 text (`amqp/mend.rs`).
     /// Empty for nearly every message.
     pub raw: Vec<RawText>,
     /// Why the message cannot be read whole: its headers nest deeper than
