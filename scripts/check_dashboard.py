@@ -7,6 +7,16 @@ that the built functions' metrics are on the dashboard).
   (scripts/emitted_metrics.py), not listed here: renaming a metric in the
   code without the dashboard fails the check. The namespace is the
   template's `METRICS_NAMESPACE` if it sets one, else the code's default.
+* A metric the code records with labels has one more dimension per label
+  (read from the code too). A dashboard line must name a dimension set the
+  code emits that metric with: the default ones, or those plus the labels
+  of one of its calls. A labelled form is shown by a SEARCH expression on
+  its schema (`{Namespace,Label,Service}`, MetricName and Service given):
+  the label's values (queue names) are only known at run time. Other
+  expressions are refused, as the check cannot tell what they show.
+* An alarm on metric math (`Metrics`) has each of its MetricStat metrics
+  on a graph, one result, and no function the AWS docs advise against in
+  alarms.
 * The dashboard body is rendered as CloudFormation would
   (scripts/template_render.py) for several sets of parameters (conditions
   on or off); every rendering must be valid JSON.
@@ -35,6 +45,19 @@ AWS_METRICS = {
                  "ApproximateNumberOfMessagesNotVisible", "NumberOfMessagesSent"}, "QueueName"),
 }
 LAMBDA_ROW = ["Errors", "Throttles", "Duration"]
+# A SEARCH expression on a dashboard: SEARCH('{Namespace,Dim,...}
+# MetricName="Name" Dim="value" ...', 'Stat', period). Only exact terms
+# (Name="value") are read; a dimension of the schema without a term
+# matches every value (ANY).
+SEARCH = re.compile(r"""SEARCH\(\s*'\{([^}]*)\}((?:\s+[A-Za-z0-9_]+="[^"]*")*)\s*'"""
+                    r"""\s*,\s*'[A-Za-z0-9.]+'\s*(?:,\s*\d+\s*)?\)""")
+TERM = re.compile(r'([A-Za-z0-9_]+)="([^"]*)"')
+ANY = "*"
+# Metric math functions an alarm may not use: SEARCH (CloudWatch refuses
+# it in alarms), and those the AWS docs ("Metric math syntax and
+# functions") advise against in alarms, since an alarm fetches more data
+# points than it evaluates and these change with them.
+NOT_IN_ALARMS = {"SEARCH", "AVG", "DATAPOINT_COUNT", "MAX", "MIN", "REMOVE_EMPTY", "RUNNING_SUM", "STDDEV", "SUM"}
 QUEUE_METRICS = ["ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"]
 
 # Parameter sets the dashboard and outputs are rendered with: the defaults,
@@ -53,9 +76,26 @@ def dashboards(tpl):
     return {n: r for n, r in tpl.get("Resources", {}).items() if r.get("Type") == "AWS::CloudWatch::Dashboard"}
 
 
+def search_line(expression):
+    """(namespace, metric name, dimensions) a SEARCH expression shows, the
+    dimensions without a term ANY; None if it is not one the check reads
+    (see SEARCH) or names no metric."""
+    m = SEARCH.fullmatch(str(expression).strip())
+    if not m:
+        return None
+    schema = [x.strip().strip('"') for x in m.group(1).split(",")]
+    pairs = TERM.findall(m.group(2))
+    terms = dict(pairs)
+    name = terms.pop("MetricName", None)
+    if not name or len(terms) + 1 != len(pairs) or not set(terms) <= set(schema[1:]):
+        return None
+    return schema[0], name, {d: terms.get(d, ANY) for d in schema[1:]}
+
+
 def metric_lines(body):
     """(widget, namespace, name, dimensions dict, options) of every metric on
-    a dashboard; "." repeats the previous line's value."""
+    a dashboard; "." repeats the previous line's value. A SEARCH line's
+    options hold its "expression"; its dimensions without a term are ANY."""
     out = []
     for w in body.get("widgets", []):
         if w.get("type") != "metric":
@@ -63,6 +103,12 @@ def metric_lines(body):
         prev = []
         for line in w.get("properties", {}).get("metrics", []):
             opts = line[-1] if line and isinstance(line[-1], dict) else {}
+            if len(line) == 1 and "expression" in opts:
+                found = search_line(opts["expression"])
+                out.append((w, *found, opts) if found else
+                           (w, None, f"expression {opts['expression']!r} (only a SEARCH naming its "
+                                     "MetricName and exact Dim=\"value\" terms is read)", {}, opts))
+                continue
             vals = [x for x in line if not isinstance(x, dict)]
             vals = [prev[i] if x == "." and i < len(prev) else x for i, x in enumerate(vals)]
             prev = vals
@@ -92,8 +138,9 @@ def check_body(stack, body, code):
     services = {code["functions"][c]["service"]: c for c in crates.values() if c in code["functions"]}
     ns = namespace_of(stack, code)
     lines = metric_lines(body)
+    base = code["dimensions"]
     shown = set()  # (namespace, name, frozenset(dims.items()))
-    for w, namespace, name, dims, _ in lines:
+    for w, namespace, name, dims, opts in lines:
         shown.add((namespace, name, frozenset(dims.items())))
         if namespace is None:
             p["emitted"].append(f"unreadable metric line {name}")
@@ -108,15 +155,22 @@ def check_body(stack, body, code):
                     or (dim == "QueueName") != bool(m.group(2)):
                 p["aws"].append(f"{namespace} {name} {dims}: not a {kind} of the stack")
         else:
-            service = dims.get(code["dimensions"][0]) if code["dimensions"] else None
+            service = dims.get(base[0]) if base else None
+            search = "SEARCH " if "expression" in opts else ""
             if namespace != ns:
-                p["emitted"].append(f"{name}: namespace {namespace}, the code emits {ns}")
-            if sorted(dims) != sorted(code["dimensions"]):
-                p["emitted"].append(f"{name}: dimensions {sorted(dims)}, the code emits {code['dimensions']}")
+                p["emitted"].append(f"{search}{name}: namespace {namespace}, the code emits {ns}")
+            forms = code["functions"][services[service]]["forms"] if service in services else {}
+            if not set(base) <= set(dims):
+                p["emitted"].append(f"{search}{name}: dimensions {sorted(dims)}, the code emits {base} "
+                                    "(and the labels of a labelled metric)")
             elif service not in services:
-                p["emitted"].append(f"{name}: no function has the service {service!r}")
-            elif name not in code["functions"][services[service]]["metrics"]:
-                p["emitted"].append(f"{name}: {service} does not emit it")
+                p["emitted"].append(f"{search}{name}: no function has the service {service!r}" +
+                                    (f" (a SEARCH gives {base[0]}=\"<service>\")" if search else ""))
+            elif name not in forms:
+                p["emitted"].append(f"{search}{name}: {service} does not emit it")
+            elif frozenset(set(dims) - set(base)) not in forms[name]:
+                emits = sorted(sorted(set(base) | labels) for labels in forms[name])
+                p["emitted"].append(f"{search}{name}: dimensions {sorted(dims)}, {service} emits it with {emits}")
 
     # One row per function, with everything its code emits and its Lambda metrics.
     rows = {}
@@ -126,15 +180,18 @@ def check_body(stack, body, code):
             p["rows"].append(f"{fn}: no crate {crate}")
             continue
         service = info["service"]
-        want = [(ns, m, frozenset({code["dimensions"][0]: service}.items()) if code["dimensions"] else None)
-                for m in sorted(info["metrics"])]
+        # Each form of each metric: the plain one as a line, a labelled one
+        # as a SEARCH over its labels (ANY).
+        want = [(ns, m, frozenset({**{base[0]: service}, **{lb: ANY for lb in labels}}.items()) if base else None,
+                 f" by {'/'.join(sorted(labels))} (a SEARCH)" if labels else "")
+                for m in sorted(info["forms"]) for labels in sorted(info["forms"][m], key=sorted)]
         lambda_metrics = LAMBDA_ROW + (["IteratorAge"] if is_stream_consumer(stack.tpl, fn) else [])
-        want += [("AWS/Lambda", m, frozenset({"FunctionName": f"<{fn}>"}.items())) for m in lambda_metrics]
-        missing = [f"{n} {m}" for n, m, d in want if (n, m, d) not in shown]
+        want += [("AWS/Lambda", m, frozenset({"FunctionName": f"<{fn}>"}.items()), "") for m in lambda_metrics]
+        missing = [f"{n} {m}{how}" for n, m, d, how in want if (n, m, d) not in shown]
         if missing:
             p["rows"].append(f"{fn}: not on the dashboard: {missing}")
         ys = {w.get("y") for w, namespace, name, dims, _ in lines
-              if dims in ({"FunctionName": f"<{fn}>"}, {code["dimensions"][0]: service} if code["dimensions"] else {})}
+              if dims.get("FunctionName") == f"<{fn}>" or (base and dims.get(base[0]) == service)}
         if len(ys) != 1:
             p["rows"].append(f"{fn}: its widgets are on {len(ys)} rows ({sorted(y for y in ys if y is not None)})")
         else:
@@ -161,6 +218,9 @@ def check_body(stack, body, code):
         if f"<{a}.Arn>" not in on_widgets:
             p["alarms"].append(f"{a}: on no alarm widget")
         props = stack.render(r.get("Properties", {}))
+        if "Metrics" in props:
+            p["alarms"] += [f"{a}: {x}" for x in math_alarm(props["Metrics"], shown)]
+            continue
         dims = frozenset((d["Name"], d["Value"]) for d in props.get("Dimensions", []))
         if (props.get("Namespace"), props.get("MetricName"), dims) not in shown:
             p["alarms"].append(f"{a}: its metric {props.get('Namespace')} {props.get('MetricName')} is on no graph")
@@ -186,6 +246,28 @@ def check_body(stack, body, code):
                 continue
             break
     return p
+
+
+def math_alarm(queries, shown):
+    """Problems of an alarm on metric math (its rendered `Metrics`): each
+    MetricStat's metric on a graph, one result (ReturnData, true unless
+    given), no function of NOT_IN_ALARMS."""
+    problems = []
+    stats = [q["MetricStat"].get("Metric", {}) for q in queries if "MetricStat" in q]
+    if not stats:
+        problems.append("its Metrics retrieve no metric (MetricStat)")
+    for m in stats:
+        dims = frozenset((d["Name"], d["Value"]) for d in m.get("Dimensions", []))
+        if (m.get("Namespace"), m.get("MetricName"), dims) not in shown:
+            problems.append(f"its metric {m.get('Namespace')} {m.get('MetricName')} {dict(dims)} is on no graph")
+    results = [q.get("Id") for q in queries if q.get("ReturnData", True) is not False]
+    if len(results) != 1:
+        problems.append(f"{len(results)} results (ReturnData true): {results}")
+    for q in queries:
+        bad = sorted(set(re.findall(r"\b([A-Z][A-Z0-9_]*)\s*\(", str(q.get("Expression", "")))) & NOT_IN_ALARMS)
+        if bad:
+            problems.append(f"{q.get('Id')}: {q['Expression']} uses {bad}, not for alarms")
+    return problems
 
 
 def is_stream_consumer(tpl, fn):
@@ -319,12 +401,14 @@ def run(tpl, root, check):
     results = evaluate(tpl, code)
     labels = {
         "json": "the dashboard body is valid JSON",
-        "emitted": "every SqsForwarder metric on the dashboard is one the code emits (name, namespace, dimensions)",
+        "emitted": "every SqsForwarder metric on the dashboard, SEARCH lines too, is one the code emits (name, "
+                   "namespace, dimensions: the default ones, or those and the labels of a labelled metric)",
         "aws": "every AWS metric on the dashboard is a known one of a function or queue of the stack",
-        "rows": "one row per function: every metric its code emits, Lambda errors, throttles, duration "
-                "(and iterator age for the stream consumer)",
+        "rows": "one row per function: every metric its code emits (a labelled one also by a SEARCH on its "
+                "labels), Lambda errors, throttles, duration (and iterator age for the stream consumer)",
         "queues": "every queue: visible messages and age of the oldest message",
-        "alarms": "every alarm is on the alarm widget and its metric on a graph",
+        "alarms": "every alarm is on the alarm widget and its metric on a graph (each of a metric-math "
+                  "alarm's, with one result and no function unfit for alarms)",
         "grid": "the widgets fit the 24-column grid without overlapping",
         "outputs": "outputs: the HTTP endpoint, every queue's URL, the dashboard's URL, the payload bucket",
     }
@@ -385,7 +469,26 @@ def negative_tests(tpl, root, code, crates, check):
     check(evaluate(tpl, service).get("emitted"), "negative: a renamed SERVICE fails the emitted check")
     labelled = with_source("shared/src/observe/metrics.rs", lambda t: t.replace(
         "metrics::counter!(RETRIES)", 'metrics::counter!(RETRIES, "queue" => "q")'))
-    check(labelled["problems"], "negative: a labelled counter (an extra EMF dimension) is refused")
+    r = evaluate(tpl, labelled)
+    check(not labelled["problems"] and any("Retries by queue" in x for x in r.get("rows", [])),
+          "negative: a labelled counter (an extra EMF dimension) the dashboard shows only unlabelled "
+          "fails the row check")
+    drain = "functions/rabbitmq-to-sqs/src/drain.rs"
+    renamed_label = with_source(drain, lambda t: t.replace('QUEUE_BACKLOG, "Queue" =>',
+                                                           'QUEUE_BACKLOG, "QueueName" =>'))
+    r = evaluate(tpl, renamed_label)
+    check(any("SEARCH QueueBacklog" in x for x in r.get("emitted", [])) and r.get("rows"),
+          "negative: QueueBacklog's label renamed in the code (Queue to QueueName) fails the emitted check "
+          "(the dashboard's SEARCH) and the row check")
+    unlabelled = with_source(drain, lambda t: re.sub(r'QUEUE_BACKLOG, "Queue" => [^)]*\)', "QUEUE_BACKLOG)", t))
+    check(any("SEARCH QueueBacklog" in x for x in evaluate(tpl, unlabelled).get("emitted", [])),
+          "negative: QueueBacklog no longer recorded by queue fails the emitted check (the dashboard's SEARCH)")
+    unread = with_source(drain, lambda t: t.replace('QUEUE_BACKLOG, "Queue" =>', "QUEUE_BACKLOG, QUEUE_LABEL =>"))
+    check(any("label" in x for x in unread["problems"]),
+          "negative: a label whose name is not a string literal is refused (its dimension cannot be read)")
+    clash = with_source(drain, lambda t: t.replace('QUEUE_BACKLOG, "Queue" =>', 'QUEUE_BACKLOG, "Service" =>'))
+    check(any("default dimension" in x for x in clash["problems"]),
+          "negative: a label named like the default dimension (Service) is refused")
 
     def body_edit(fn):
         bad = copy.deepcopy(tpl)
@@ -407,6 +510,48 @@ def negative_tests(tpl, root, code, crates, check):
         parts.insert(-1, '{"type":"metric","x":0,"y":40,"width":6,"height":6,"properties":{"metrics":'
                          '[["AWS/SQS","ApproximateNumberOfMessagesVisible","QueueName","orders"]]}},')
     check(body_edit(aws_unknown).get("aws"), "negative: an AWS metric of a queue outside the stack fails the AWS check")
+
+    def in_body(old, new):
+        """An edit of the body: `old` (a regex) replaced by `new`; if it is
+        not there, nothing changes and the negative test fails."""
+        def edit(bad, parts):
+            for part in parts:
+                if isinstance(part, dict) and isinstance(part.get("Fn::Sub"), str):
+                    part["Fn::Sub"] = re.sub(old, lambda _: new, part["Fn::Sub"])
+        return edit
+
+    search = """SEARCH('{SqsForwarder,Queue,Service} MetricName=\\"QueueBacklog\\" Service=\\"rabbitmq-to-sqs\\"',"""
+    for old, new, what in (
+            ('MetricName=\\"QueueBacklog\\"', 'MetricName=\\"QueueDepth\\"',
+             "a SEARCH on a metric the code does not emit"),
+            ("{SqsForwarder,Queue,Service}", "{SqsForwarder,QueueName,Service}",
+             "a SEARCH on a schema (dimension set) the code does not emit for the metric"),
+            ("{SqsForwarder,Queue,Service}", "{Forwarder,Queue,Service}", "a SEARCH in another namespace"),
+            (' Service=\\"rabbitmq-to-sqs\\"', "", "a SEARCH naming no Service"),
+            (search, "m1 * 2 + SEARCH(" + search[len("SEARCH("):], "an expression other than a plain SEARCH")):
+        check(body_edit(in_body(re.escape(old), new)).get("emitted"), f"negative: {what} fails the emitted check")
+    r = body_edit(in_body(r',\s*\[\{"expression":"' + re.escape(search) + r'[^\n]*\}\]', ""))
+    check(any("QueueBacklog by Queue" in x for x in r.get("rows", [])) and not r.get("json"),
+          "negative: QueueBacklog without its SEARCH by queue fails the row check")
+
+    def math_alarm_edit(fn):
+        def edit(bad, parts):
+            fn(bad["Resources"]["RabbitmqToSqsBacklogGrowingAlarm"]["Properties"]["Metrics"])
+        return edit
+
+    def elsewhere(metrics):
+        metrics[0]["MetricStat"]["Metric"]["Dimensions"] = [{"Name": "Service", "Value": "s3-to-sqs"}]
+
+    def summed(metrics):
+        metrics[1]["Expression"] = "SUM(backlog)"
+
+    def two_results(metrics):
+        metrics[0]["ReturnData"] = True
+    for fn, want, what in ((elsewhere, "RabbitmqToSqsBacklogGrowingAlarm: its metric", "whose metric is on no graph"),
+                           (summed, "not for alarms", "using SUM (not for alarms, the AWS docs say)"),
+                           (two_results, "2 results", "with two results (ReturnData)")):
+        check(any(want in x for x in body_edit(math_alarm_edit(fn)).get("alarms", [])),
+              f"negative: a metric-math alarm {what} fails the alarm check")
 
     def broken_json(bad, parts):
         parts.insert(-1, '{"type":"metric",')

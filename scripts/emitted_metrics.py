@@ -6,6 +6,14 @@ module that a `counter!`/`gauge!`/`histogram!` call uses, the namespace
 (`with_dimension` in `shared/src/observe.rs`) and each function's
 `SERVICE`. Used by scripts/check_dashboard.py, so that renaming a metric in
 the code without the dashboard fails the template checks.
+
+A metric recorded with labels (`histogram!(QUEUE_BACKLOG, "Queue" => name)`)
+gets one more EMF dimension per label beside the default ones
+(metrics_cloudwatch_embedded writes one EMF document per label set): the
+label names are read from the call's `"Name" => value` pairs, and each
+metric's forms (its sets of label names, the empty set when it is recorded
+without labels) are returned. A label whose name is not a string literal
+cannot be read and is reported as a problem.
 """
 
 import os
@@ -36,27 +44,73 @@ def metric_module(text):
     return consts(m.group(1)) if m else {}
 
 
+MACRO = re.compile(r"\b(counter|gauge|histogram)!\(")
+LABEL = re.compile(r'"([^"\\]+)"\s*=>\s*\S', re.S)
+
+
+def macro_args(text, start):
+    """The top-level comma-separated arguments of the macro call whose `(`
+    is at `start - 1`, and the index after its `)`; strings and nested
+    brackets are skipped whole. None if the call does not close."""
+    args, depth, i, begin = [], 0, start, start
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < len(text) and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                args.append(text[begin:i].strip())
+                return [a for a in args if a], i + 1
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(text[begin:i].strip())
+            begin = i + 1
+        i += 1
+    return None
+
+
 def emitted(files, read, names):
-    """Metric names used by counter!/gauge!/histogram! in `files`; `names`
-    maps constant names to metric names. Returns (names, problems)."""
-    out, problems = set(), []
+    """The metrics recorded by counter!/gauge!/histogram! in `files`;
+    `names` maps constant names to metric names. Returns ({metric name:
+    set of frozensets of label names}, problems)."""
+    out, problems = {}, []
     for rel in files:
-        for m in re.finditer(r"\b(counter|gauge|histogram)!\(\s*([^,)]+?)\s*([,)])", read(rel)):
-            arg, end = m.group(2), m.group(3)
-            if end == ",":
-                problems.append(f"{rel}: {m.group(0)}...: labelled metrics add EMF dimensions the check does not know")
+        text = read(rel)
+        for m in MACRO.finditer(text):
+            call = macro_args(text, m.end())
+            shown = f"{m.group(1)}!({text[m.end():m.end() + 60].split(chr(10))[0]}"
+            if not call:
+                problems.append(f"{rel}: {shown}...: cannot read the call")
+                continue
+            args, _ = call
+            arg = args[0] if args else ""
             if arg.startswith('"'):
-                out.add(arg.strip('"'))
+                name = arg.strip('"')
             elif arg.split("::")[-1] in names:
-                out.add(names[arg.split("::")[-1]])
+                name = names[arg.split("::")[-1]]
             else:
-                problems.append(f"{rel}: {m.group(0)}: cannot tell the metric's name")
+                problems.append(f"{rel}: {shown}...: cannot tell the metric's name")
+                continue
+            labels = []
+            for label in args[1:]:
+                lm = LABEL.match(label)
+                if not lm:
+                    problems.append(f"{rel}: {shown}...: a label ({label}) whose name the check cannot read; "
+                                    "write labels as \"Name\" => value")
+                    break
+                labels.append(lm.group(1))
+            else:
+                out.setdefault(name, set()).add(frozenset(labels))
     return out, problems
 
 
 def code_metrics(root, read=None, crates=()):
     """What the code emits: namespace, dimension names, and per crate its
-    service name and metric names."""
+    service name, metric names and each metric's forms (label name sets)."""
     read = read or read_source(root)
     config = read("shared/src/setup/config/variables.rs")
     ns = re.search(r'"METRICS_NAMESPACE",\s*"([^"]+)"', config)
@@ -77,11 +131,17 @@ def code_metrics(root, read=None, crates=()):
             service = service or (s and s.group(1))
         own, p = emitted(files, read, {**shared_consts, **own_consts})
         problems += p
-        functions[crate] = {"service": service, "metrics": shared | own}
+        forms = {m: set(f) for m, f in shared.items()}
+        for m, f in own.items():
+            forms.setdefault(m, set()).update(f)
+        functions[crate] = {"service": service, "metrics": set(forms), "forms": forms}
+    forms = {(m, labels) for info in functions.values() for m, f in info["forms"].items() for labels in f}
+    problems += [f"{m}: a label named like a default dimension ({sorted(labels & set(dims))})"
+                 for m, labels in sorted(forms, key=str) if labels & set(dims)]
     return {
         "namespace": ns.group(1) if ns else None,
         "dimensions": dims,
-        "shared": shared,
+        "shared": set(shared),
         "functions": functions,
         "problems": problems,
     }
