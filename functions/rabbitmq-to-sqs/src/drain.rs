@@ -123,16 +123,19 @@ impl<'a, T: Transport> Poller<'a, T> {
         let mut lost = false;
         let mut sqs_failing = false;
         for queue in queues {
-            if lost || budget == 0 || Instant::now() >= stop_at {
+            if lost {
                 report.queues.push(QueueReport {
                     stop: StopReason::Skipped,
                     ..QueueReport::new(queue)
                 });
                 continue;
             }
-            let r = if sqs_failing {
+            let r = if budget == 0 || Instant::now() >= stop_at {
+                // Not drained, but its backlog is read.
+                Drain::<T>::backlog_only(conn, queue, StopReason::Skipped).await
+            } else if sqs_failing {
                 // Only its backlog is read: nothing is taken.
-                Drain::<T>::backlog_only(conn, queue).await
+                Drain::<T>::backlog_only(conn, queue, StopReason::SqsFailing).await
             } else {
                 Drain::run(self, conn, queue, budget, stop_at, send_deadline).await
             };
@@ -274,11 +277,12 @@ impl<'a, T: Transport> Drain<'a, T> {
         }
     }
 
-    /// A queue not drained because SQS is failing this tick: its backlog
-    /// only (one passive declare on a channel of its own).
-    async fn backlog_only(conn: &Connection, queue: &str) -> QueueReport {
+    /// A queue not drained (SQS is failing this tick, or the budget or the
+    /// time ran out on an earlier queue): its backlog only (one passive
+    /// declare on a channel of its own).
+    async fn backlog_only(conn: &Connection, queue: &str, stop: StopReason) -> QueueReport {
         let mut report = QueueReport {
-            stop: StopReason::SqsFailing,
+            stop,
             ..QueueReport::new(queue)
         };
         if let Ok(channel) = conn.create_channel().await {
