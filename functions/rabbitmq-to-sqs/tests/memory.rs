@@ -6,7 +6,8 @@
 //! Lambda runtime API, with Lambda's 128 MB in `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`.
 //! Its peak resident memory (`VmHWM`) must stay below 128 MB: prefetch
 //! bounds deliveries by count only, `RABBITMQ_MAX_BATCH_BYTES` (an eighth of
-//! the memory by default) by bytes. Needs RabbitMQ (`RABBITMQ_TEST_URL`);
+//! the memory by default) by bytes. `RABBITMQ_MEMORY_MESSAGES=1000` runs it
+//! with 1,000 messages in each queue instead of 100 (a few minutes). Needs RabbitMQ (`RABBITMQ_TEST_URL`);
 //! SQS is an endpoint of the test's own that takes every entry.
 
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
@@ -130,8 +131,12 @@ async fn sqs_endpoint() -> wiremock::MockServer {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn large_messages_drain_within_128_mb() {
-    let (big, c1) = queue_of("rmq-mem-900k", 100, 900 * 1024).await;
-    let (over, c2) = queue_of("rmq-mem-1m", 100, 1024 * 1024).await;
+    let n: usize = std::env::var("RABBITMQ_MEMORY_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let (big, c1) = queue_of("rmq-mem-900k", n, 900 * 1024).await;
+    let (over, c2) = queue_of("rmq-mem-1m", n, 1024 * 1024).await;
     let sqs = sqs_endpoint().await;
     let endpoint = sqs.uri();
     let url = format!("{endpoint}/000000000000/memory");
@@ -157,10 +162,10 @@ async fn large_messages_drain_within_128_mb() {
         panic!("the tick failed: {posted:?}");
     };
     let queues = report["queues"].as_array().expect("a report per queue");
-    assert_eq!(queues[0]["sent"], 100, "{report}");
-    assert_eq!(queues[1]["sent"], 100, "{report}");
+    assert_eq!(queues[0]["sent"], n, "{report}");
+    assert_eq!(queues[1]["sent"], n, "{report}");
     eprintln!(
-        "peak resident memory: {:.1} MiB (100 x 900 KB and 100 x 1 MiB sent)",
+        "peak resident memory: {:.1} MiB ({n} x 900 KB and {n} x 1 MiB sent)",
         peak as f64 / 1048576.0
     );
     assert!(

@@ -261,10 +261,14 @@ impl RuntimeApi {
                 deadline_ms,
             })
             .expect("the runtime API is served");
+        // Until the deadline (and a little more), at least WAIT.
+        let wait = Duration::from_millis(deadline_ms.saturating_sub(epoch_ms()))
+            .saturating_add(Duration::from_secs(5))
+            .max(WAIT);
         let posted = self
-            .next_posted(WAIT)
+            .next_posted(wait)
             .await
-            .unwrap_or_else(|| panic!("the function posted nothing within {WAIT:?} for {event}"));
+            .unwrap_or_else(|| panic!("the function posted nothing within {wait:?} for {event}"));
         match &posted {
             Posted::Response { request_id: id, .. } | Posted::Error { request_id: id, .. } => {
                 assert_eq!(id, &request_id, "the answer is for the invocation given")
