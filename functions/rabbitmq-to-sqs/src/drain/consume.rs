@@ -189,7 +189,8 @@ impl<T: Transport> Drain<'_, T> {
         }
         // It failed last time: one message alone first, until one is sent
         // (one the rules drop, or that can never be sent, says nothing of
-        // SQS), or every target has failed one.
+        // SQS), or a target fails one it had failed before (or every
+        // target has failed one): one attempt a tick per target at most.
         let targets = self.poller.router.targets().len();
         loop {
             if self.report.received >= self.budget {
@@ -207,11 +208,13 @@ impl<T: Transport> Drain<'_, T> {
                 return Ok(Some(StopReason::Empty));
             };
             self.report.received += 1;
+            let failed_before = self.failing_targets.len();
             let stop = self.forward(vec![d]).await?;
             if health.state() == SqsState::Answering {
                 return Ok(stop);
             }
-            if stop.is_some() && self.failing_targets.len() >= targets {
+            let failed = self.failing_targets.len();
+            if stop.is_some() && (failed == failed_before || failed >= targets) {
                 self.requeue_held(&[]).await?;
                 return Ok(stop);
             }

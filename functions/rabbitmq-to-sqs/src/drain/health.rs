@@ -16,8 +16,9 @@
 //! * after a failing tick, SQS answering the question is not enough (it may
 //!   answer and still refuse sends): one message is taken alone
 //!   (`basic.get`) and sent first; the drain goes on only when SQS took it,
-//!   and tries the next alone while a target it could go to has not failed
-//!   one;
+//!   and tries the next alone only while each failure is on a target that
+//!   had not failed one (with routing rules, another target may take it):
+//!   at most one message per target a tick;
 //! * the drain of a queue stops at the first batch SQS took none of, for
 //!   reasons of its own (not the messages' faults, not the deadline), and
 //!   every later queue of the tick is left alone (their backlog is still
