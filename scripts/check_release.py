@@ -28,7 +28,6 @@ per check and `release: N passed, M failed`.
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import re
@@ -216,7 +215,8 @@ def check_template(folder, arch, tpl_name, version, endpoint, licence):
           + (f": {found}" if found else ""))
     lint = subprocess.run(["cfn-lint", tpl_path], capture_output=True, text=True)
     check(lint.returncode == 0, f"{tpl_name}: cfn-lint" + ("" if lint.returncode == 0 else f": {lint.stdout[-800:]}"))
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="test",
+                      aws_secret_access_key="test")
     bucket = f"release-check-{arch.replace('_', '-')}-{int(time.time() * 1000)}"
     s3.create_bucket(Bucket=bucket)
     packaged_path = os.path.join(tempfile.mkdtemp(prefix="release-packaged-"), "packaged.yaml")
@@ -239,7 +239,7 @@ def check_template(folder, arch, tpl_name, version, endpoint, licence):
           f"{tpl_name}: the packaged CodeUris hold the release's zips byte for byte ({sum(uploaded)} of "
           f"{len(uploaded)}), the readme and licence uploaded")
     try:
-        translated = deploy_build_translate(packaged)
+        translated = translate(packaged)
         fns = [r for r in translated["Resources"].values() if r.get("Type") == "AWS::Lambda::Function"]
         good = fns and all(f["Properties"].get("Architectures") == [arch] and "S3Key" in f["Properties"]["Code"]
                            for f in fns)
@@ -253,7 +253,7 @@ def check_template(folder, arch, tpl_name, version, endpoint, licence):
     return tpl
 
 
-def deploy_build_translate(packaged):
+def translate(packaged):
     """The packaged template as CloudFormation gets it (offline)."""
     import check_template
 
@@ -276,8 +276,12 @@ def main():
         [os.path.join(ROOT, "scripts", "local-sqs.sh"), "start"], capture_output=True, text=True,
         check=True).stdout.strip()
 
+    found = release.version_problems(version)
+    check(not found, f"{version} is the project's version everywhere (Cargo.toml, every crate, the template, "
+          "CHANGELOG.md)" + (f": {found}" if found else ""))
+    check(release.version_problems(version + "-other"), "negative: another version is refused by the release")
     found = checksum_problems(folder)
-    check(not found, f"SHA256SUMS lists every file and every checksum matches" + (f": {found}" if found else ""))
+    check(not found, "SHA256SUMS lists every file and every checksum matches" + (f": {found}" if found else ""))
     found = bundle_problems(folder, version)
     check(not found, f"sqs-forwarder-{version}.tar.gz holds the folder's files" + (f": {found}" if found else ""))
     epoch, info_sums = build_info(folder)
@@ -320,8 +324,8 @@ def main():
                 deploy_build.run_artifact(f"{rel}", crate, path, runner, endpoint, rows)
             else:
                 done = subprocess.run(runner.split() + [path, "--help"], capture_output=True, text=True, timeout=120)
-                check(done.returncode == 0 and "Usage" in done.stdout,
-                      f"{rel}: replay --help runs under {runner.split()[0]}"
+                how = f"under {runner.split()[0]}" if runner else "natively"
+                check(done.returncode == 0 and "Usage" in done.stdout, f"{rel}: replay --help runs {how}"
                       + ("" if done.returncode == 0 else f": {done.stderr[-300:]}"))
     bundle = f"sqs-forwarder-{version}.tar.gz"
     again = release.tar_gz_bytes(folder, f"sqs-forwarder-{version}", epoch, {bundle, bundle + ".sha256"})

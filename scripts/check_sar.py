@@ -226,6 +226,12 @@ def check_all(check, tpl, packaged_text, translated, version, folder, licence, d
     found = publish_problems(packaged_text)
     check(not found, "sam publish's code builds a CreateApplication request the SAR API model accepts (stubbed)"
           + (f": {found}" if found else ""))
+    no_author = re.sub(r"^(\s+)Author: .*\n", "", packaged_text, count=1, flags=re.M)
+    check(no_author != packaged_text and publish_problems(no_author),
+          "negative: sam publish's code refuses the packaged template without Author")
+    labels = re.sub(r"^(\s+)Labels:\n(\1- .*\n)+", r"\1Labels: sqs\n", packaged_text, count=1, flags=re.M)
+    check(labels != packaged_text and publish_problems(labels),
+          "negative: a request the SAR API's model refuses (Labels not a list) fails")
     found = type_problems(tpl)
     check(not found, f"every resource type ({len({r.get('Type') for r in tpl['Resources'].values()})}) and "
           "parameter type is one the SAR supports" + (f": {found}" if found else ""))

@@ -87,7 +87,7 @@ def version_problems(version, root=ROOT):
     meta = json.loads(run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=root))
     for p in meta["packages"]:
         if p["version"] != version:
-            found.append(f"crate {p['name']} is version {p['version']} (use version.workspace = true)")
+            found.append(f"crate {p['name']} is version {p['version']}")
     app = sar_metadata(load_template(os.path.join(root, "template.yaml")))
     if str(app.get("SemanticVersion")) != version:
         found.append(f"template.yaml SemanticVersion is {app.get('SemanticVersion')!r}")
