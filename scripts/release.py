@@ -220,6 +220,8 @@ def main():
     ap.add_argument("--x86_64", action="store_true", help="also build for x86_64")
     ap.add_argument("--out", default=os.path.join(ROOT, "dist"), help="output folder (default dist/)")
     ap.add_argument("--allow-dirty", action="store_true", help="build from a checkout with uncommitted changes")
+    ap.add_argument("--no-replay", action="store_true",
+                    help="leave the replay command out (the test run does: its build is the longest)")
     args = ap.parse_args()
     version, out = args.version, os.path.abspath(args.out)
     started = time.monotonic()
@@ -251,7 +253,7 @@ def main():
         run(["rustup", "target", "add", triple])
         env = build_env.environ(ROOT, arch, target=target)
         zips = {}
-        for _, folder in fns + [(None, REPLAY[0])]:
+        for _, folder in fns + ([] if args.no_replay else [(None, REPLAY[0])]):
             data = open(build(folder, arch, env, log), "rb").read()
             inside = "bootstrap" if folder != REPLAY[0] else REPLAY[1]
             rel = f"{arch}/{os.path.basename(folder)}/bootstrap.zip" if folder != REPLAY[0] else f"{arch}/replay.zip"
@@ -269,6 +271,7 @@ def main():
              .replace(target, "<target>") for f in build_env.rustflags(ROOT, "arm64", target)[2:]]
     info = [f"sqs-forwarder {version}", f"commit: {commit}{' with uncommitted changes' if dirty else ''}",
             f"source date: {epoch}", *toolchain(),
+            "replay command: " + ("not built (--no-replay)" if args.no_replay else "built"),
             "build: cargo lambda build --release --<arch>, in each crate's folder, with -C target-cpu=<the arch's> "
             + " ".join(flags), "binaries (SHA-256 of the file inside each zip):"]
     info += [f"  {digest}  {rel}:{inside}" for rel, inside, digest in binaries]

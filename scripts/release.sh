@@ -8,6 +8,7 @@
 #   scripts/release.sh 0.1.0 --x86_64        # both architectures
 #   scripts/release.sh 0.1.0 --out DIR       # elsewhere
 #   scripts/release.sh 0.1.0 --allow-dirty   # from a checkout with changes
+#   scripts/release.sh 0.1.0 --no-replay     # without the replay command
 #
 # VERSION must be the project's version (Cargo.toml, the template's
 # SemanticVersion, a CHANGELOG.md section). Installs what it needs as

@@ -31,20 +31,27 @@
 
 #[cfg(feature = "lambda")]
 use std::fmt::Display;
+#[cfg(feature = "lambda")]
 use std::future::Future;
 #[cfg(feature = "lambda")]
 use std::process::ExitCode;
+#[cfg(feature = "lambda")]
 use std::time::Duration;
 
 use crate::call::SqsTransport;
 #[cfg(feature = "lambda")]
 use crate::observe::{self, Observability};
-use crate::route::{Router, Routes, SourceKey};
+#[cfg(feature = "lambda")]
+use crate::route::SourceKey;
+use crate::route::{Router, Routes};
 use crate::send::Forwarder;
 use crate::setup::client::{SqsClientFor, sqs_client_for};
 use crate::setup::config::{Config, GroupIds};
+#[cfg(feature = "lambda")]
 use crate::setup::env::Env;
-use crate::setup::error::{ConfigError, SetupError};
+#[cfg(feature = "lambda")]
+use crate::setup::error::ConfigError;
+use crate::setup::error::SetupError;
 use crate::setup::targets;
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
@@ -312,7 +319,6 @@ pub async fn start_with(
 
 /// Why a function could not start: its own settings, the shared start, or
 /// what it builds on them.
-#[cfg(feature = "lambda")]
 pub type StartError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The exit code of a failed cold start, the same for every function.
