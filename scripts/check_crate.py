@@ -3,7 +3,8 @@
 scripts/check-crate.sh):
 
 1. `cargo publish --dry-run -p sqs-forwarder` packs and verifies it (it
-   builds the packed files on their own, with the default features);
+   builds the packed files on their own, with the default features, and
+   the build must warn of nothing);
 2. the package holds what the crate needs and nothing else (the manifest,
    README.md, LICENSE, the library's sources) and the metadata crates.io
    and docs.rs read;
@@ -86,6 +87,9 @@ def main():
     done, took = cargo(args)
     ok = check(done.returncode == 0, f"cargo {' '.join(args)} ({took:.0f} s)"
                + ("" if done.returncode == 0 else f": {done.stderr[-1500:]}"))
+    warned = re.findall(r"^warning: (.*)\n\s+--> (src/\S+)", done.stderr, re.M)
+    check(ok and not warned, "the verification build (default features) has no warnings"
+          + (f": {warned[:5]}" if warned else ""))
     crate = os.path.join(TARGET, "package", f"sqs-forwarder-{version}.crate")
     if not ok or not os.path.isfile(crate):
         CHECKS.finish()
