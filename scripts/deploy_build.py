@@ -9,7 +9,8 @@ Called by scripts/deploy-build.sh (which installs the tools first):
 2. Runs `sam build` on template.yaml from the repository's root, as a user
    would (cargo-lambda builds each function; the workspace's `target/` is
    its cargo cache, so a second run on one machine only rebuilds what
-   changed). `.aws-sam/build` is removed first, so only this run's output is
+   changed), with the release build's flags (scripts/build_env.py): after
+   scripts/release.sh (scripts/test.sh runs it first) nothing is rebuilt. `.aws-sam/build` is removed first, so only this run's output is
    checked.
 3. Checks the output: the built template (what `sam deploy` reads) points
    every function at a directory with one `bootstrap`, an ELF executable for
@@ -38,6 +39,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import build_env  # noqa: E402
 from checks import Checks  # noqa: E402
 import check_dashboard  # noqa: E402
 from samples import SAMPLES, expected  # noqa: E402
@@ -97,13 +99,16 @@ def prepare(arch):
     return spec["runner"]
 
 
-def sam_build():
+def sam_build(arch):
     shutil.rmtree(BUILD, ignore_errors=True)
     log_path = os.path.join(ROOT, ".local", "sam-build.log")
     started = time.monotonic()
     with open(log_path, "w", encoding="utf-8") as log:
+        # The release build's flags (scripts/build_env.py): after
+        # scripts/release.sh, cargo finds every crate built and only links
+        # nothing; the artifacts are a release's.
         done = run(["sam", "build", "--template-file", "template.yaml"], stdout=log, stderr=subprocess.STDOUT,
-                   env=dict(os.environ, SAM_CLI_TELEMETRY="0"))
+                   env=build_env.environ(ROOT, arch, base=dict(os.environ, SAM_CLI_TELEMETRY="0")))
     minutes = (time.monotonic() - started) / 60
     ok = check(done.returncode == 0, f"sam build ({minutes:.1f} min; log .local/sam-build.log)")
     if not ok:
@@ -254,7 +259,7 @@ def main():
     limit = size_limit()
     check(limit, "docs/operating.md's Deploying section states the largest bootstrap ('at most **N MiB**')")
     runner = prepare(arch)
-    if not sam_build():
+    if not sam_build(arch):
         finish()
     built_at = time.monotonic()
     endpoint = os.environ.get("SQS_TEST_ENDPOINT") or subprocess.run(

@@ -90,13 +90,14 @@ fn markdown_links_resolve() {
     assert!(broken.is_empty(), "links that lead nowhere: {broken:#?}");
 }
 
-/// The Markdown files under `dir`, leaving out hidden and build directories.
+/// The Markdown files under `dir`, leaving out hidden and build directories
+/// (and `dist/`, a release's copies).
 fn markdown_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         if path.is_dir() {
-            if !name.starts_with('.') && name != "target" {
+            if !name.starts_with('.') && name != "target" && name != "dist" {
                 markdown_files(&path, out);
             }
         } else if name.ends_with(".md") {

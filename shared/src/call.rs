@@ -10,20 +10,33 @@
 //! `SendMessageBatch` of the [`SqsTransport`] it returns. [`receive`] reads a queue, for the tools that
 //! take messages back out of one (the replay command).
 
+#[cfg(feature = "sdk")]
 pub mod client_for;
+#[cfg(feature = "sdk")]
 pub mod direct;
+// Without `sdk` the crate's own client, which uses these, is not built.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub mod queue;
+#[cfg(feature = "sdk")]
 pub mod receive;
+#[cfg(feature = "sdk")]
 pub mod sdk;
 pub mod transport;
 
+#[cfg(feature = "sdk")]
 use std::sync::Arc;
 
+#[cfg(feature = "sdk")]
 use self::direct::DirectClient;
+#[cfg(feature = "sdk")]
 use self::queue::{QueueInfo, QueueTarget};
+#[cfg(feature = "sdk")]
 use self::transport::{BatchItem, BoxFuture, CallError, EntryResult, Transport};
+#[cfg(feature = "sdk")]
 use crate::call::client_for::SqsClientFor;
+#[cfg(feature = "sdk")]
 use crate::send::outcome::Failure;
+#[cfg(feature = "sdk")]
 use crate::setup::error::SetupError;
 
 /// Which client makes the SQS calls (`SQS_CLIENT`).
@@ -46,6 +59,7 @@ pub enum SqsClient {
 /// `GetQueueAttributes`) go through the chosen client, so under
 /// `SQS_CLIENT=direct` a cold start makes one connection and one
 /// credentials fetch, and builds no SDK client.
+#[cfg(feature = "sdk")]
 pub async fn transport(
     sqs: SqsClientFor,
     sdk: Option<&aws_config::SdkConfig>,
@@ -77,18 +91,21 @@ pub async fn transport(
 
 /// The real transport: aws-sdk-sqs, or the direct client
 /// ([`direct`], `SQS_CLIENT=direct`), against one queue URL.
+#[cfg(feature = "sdk")]
 #[derive(Debug, Clone)]
 pub struct SqsTransport {
     client: Client,
     queue_url: String,
 }
 
+#[cfg(feature = "sdk")]
 #[derive(Debug, Clone)]
 enum Client {
     Sdk(aws_sdk_sqs::Client),
     Direct(Arc<DirectClient>),
 }
 
+#[cfg(feature = "sdk")]
 impl SqsTransport {
     /// A transport for this client and queue. The forwarder retries by
     /// itself, so the client should have the SDK's retries disabled (see
@@ -120,6 +137,7 @@ impl SqsTransport {
     }
 }
 
+#[cfg(feature = "sdk")]
 impl Transport for SqsTransport {
     fn send_batch<'a>(
         &'a self,

@@ -101,8 +101,10 @@ pub mod setup;
 #[doc(hidden)]
 pub mod test_support;
 
+#[cfg(feature = "sdk")]
 pub use call::SqsTransport;
 pub use call::queue::QueueTarget;
+#[cfg(feature = "sdk")]
 pub use call::receive::{QueueReader, ReceiveError, Received};
 pub use call::transport::Transport;
 pub use message::encode::{BodyEncoding, Entry};
@@ -121,4 +123,5 @@ pub use send::{
 pub use setup::config::{AssumeRole, Config, GroupIds};
 pub use setup::env::Env;
 pub use setup::error::{ConfigError, SetupError};
+#[cfg(feature = "sdk")]
 pub use setup::startup::connect;

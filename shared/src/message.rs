@@ -9,6 +9,8 @@
 pub(crate) mod byte_scan;
 pub mod encode;
 pub mod fifo_id;
+// Without `sdk` the crate's own client, which uses these, is not built.
+#[cfg_attr(not(feature = "sdk"), allow(dead_code))]
 pub(crate) mod json;
 pub mod limits;
 

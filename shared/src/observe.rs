@@ -14,27 +14,34 @@
 
 pub mod metrics;
 
+#[cfg(feature = "lambda")]
 use std::sync::{Mutex, OnceLock};
 
+#[cfg(feature = "lambda")]
 use tracing_subscriber::EnvFilter;
 
+#[cfg(feature = "lambda")]
 use crate::setup::config::LogFormat;
 
 /// Handle to the metrics collector.
+#[cfg(feature = "lambda")]
 #[derive(Clone, Copy)]
 pub struct Observability {
     collector: Option<&'static metrics_cloudwatch_embedded::Collector>,
 }
 
+#[cfg(feature = "lambda")]
 static INSTALLED: OnceLock<Observability> = OnceLock::new();
 
 /// Whether this process runs inside AWS Lambda.
+#[cfg(feature = "lambda")]
 pub fn in_lambda() -> bool {
     std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
 }
 
 /// Install the log subscriber and the metrics collector, once per process;
 /// later calls return the first handle.
+#[cfg(feature = "lambda")]
 pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observability {
     *INSTALLED.get_or_init(|| {
         let filter = filter();
@@ -62,9 +69,11 @@ pub fn init(format: LogFormat, metrics_namespace: &str, service: &str) -> Observ
 }
 
 /// Directives added by [`add_directives`], in order.
+#[cfg(feature = "lambda")]
 static DIRECTIVES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// The log filter: `RUST_LOG` (default `info`), then every directive added.
+#[cfg(feature = "lambda")]
 fn filter() -> EnvFilter {
     let base = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let added = DIRECTIVES.lock().map(|d| d.clone()).unwrap_or_default();
@@ -74,6 +83,7 @@ fn filter() -> EnvFilter {
 /// `filter` with these directives (`target=level`) added, later ones
 /// winning over `RUST_LOG`'s for the same target; one that does not parse
 /// is left out.
+#[cfg(feature = "lambda")]
 pub fn with_directives<S: AsRef<str>>(mut filter: EnvFilter, directives: &[S]) -> EnvFilter {
     for d in directives {
         if let Ok(d) = d.as_ref().parse() {
@@ -87,6 +97,7 @@ pub fn with_directives<S: AsRef<str>>(mut filter: EnvFilter, directives: &[S]) -
 /// `RUST_LOG` says: a function holds back what a dependency logs and must
 /// not be shown. They are part of the filter [`init`] installs, so they must
 /// come before it; added later, they do not apply, and a warning says so.
+#[cfg(feature = "lambda")]
 pub fn add_directives(directives: &[&str]) {
     if let Ok(mut added) = DIRECTIVES.lock() {
         for d in directives {
@@ -103,6 +114,7 @@ pub fn add_directives(directives: &[&str]) {
     }
 }
 
+#[cfg(feature = "lambda")]
 impl std::fmt::Debug for Observability {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Observability")
@@ -111,6 +123,7 @@ impl std::fmt::Debug for Observability {
     }
 }
 
+#[cfg(feature = "lambda")]
 impl Observability {
     /// Write the metrics gathered since the last flush as one EMF document on
     /// standard output.
@@ -131,7 +144,7 @@ impl Observability {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "lambda"))]
 mod tests {
     use super::*;
 

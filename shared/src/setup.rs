@@ -14,12 +14,17 @@
 #[allow(unsafe_code)]
 pub mod allocator;
 pub mod aws_names;
+#[cfg(feature = "sdk")]
 pub mod client;
 pub mod config;
+#[cfg(feature = "sdk")]
 pub mod credentials;
 pub mod env;
 pub mod error;
+#[cfg(feature = "lambda")]
 pub mod init_error;
 pub mod on_first_use;
+#[cfg(feature = "sdk")]
 pub mod startup;
+#[cfg(feature = "sdk")]
 pub mod targets;

@@ -9,6 +9,7 @@
 //! a question [`Failure`](crate::Failure) answers (`is_deadline`), never on
 //! a code string.
 
+#[cfg(feature = "sdk")]
 use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 
 // Calls that went wrong on the way (transient).
@@ -111,6 +112,7 @@ pub const SIGNING_FAILED: &str = "SigningFailed";
 /// [`REQUEST_CONSTRUCTION_FAILED`]; anything else, [`UNKNOWN_ERROR`]. The
 /// message of those is the error's source chain ([`error_chain`]), which
 /// holds no secret (credentials never appear in SDK errors).
+#[cfg(feature = "sdk")]
 pub fn sdk_error_parts<E, R>(e: &SdkError<E, R>) -> (String, String)
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,

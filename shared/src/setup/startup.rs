@@ -29,19 +29,29 @@
 //! `<ColdStart::ERROR_PREFIX>.InvalidConfiguration` or `.StartFailed`), then
 //! ends the process with [`INIT_FAILED`] (2) and the reason on stderr.
 
+#[cfg(feature = "lambda")]
 use std::fmt::Display;
+#[cfg(feature = "lambda")]
 use std::future::Future;
+#[cfg(feature = "lambda")]
 use std::process::ExitCode;
+#[cfg(feature = "lambda")]
 use std::time::Duration;
 
 use crate::call::SqsTransport;
+#[cfg(feature = "lambda")]
 use crate::observe::{self, Observability};
-use crate::route::{Router, Routes, SourceKey};
+#[cfg(feature = "lambda")]
+use crate::route::SourceKey;
+use crate::route::{Router, Routes};
 use crate::send::Forwarder;
 use crate::setup::client::{SqsClientFor, sqs_client_for};
 use crate::setup::config::{Config, GroupIds};
+#[cfg(feature = "lambda")]
 use crate::setup::env::Env;
-use crate::setup::error::{ConfigError, SetupError};
+#[cfg(feature = "lambda")]
+use crate::setup::error::ConfigError;
+use crate::setup::error::SetupError;
 use crate::setup::targets;
 
 /// Set up a forwarder at cold start: check the configuration, load AWS
@@ -213,6 +223,7 @@ fn with_offload_store(
 }
 
 /// What a function keeps between invocations.
+#[cfg(feature = "lambda")]
 #[derive(Debug)]
 pub struct Started {
     /// The shared configuration.
@@ -231,6 +242,7 @@ pub struct Started {
     pub sdk: aws_config::SdkConfig,
 }
 
+#[cfg(feature = "lambda")]
 impl Started {
     /// The margin kept before the Lambda deadline.
     pub fn margin(&self) -> Duration {
@@ -249,12 +261,14 @@ impl Started {
 /// What every function keeps between invocations beside its handler: the
 /// margin kept before each invocation's deadline, and the metrics flushed
 /// after each.
+#[cfg(feature = "lambda")]
 #[derive(Debug, Clone, Copy)]
 pub struct Kept {
     observability: Observability,
     margin: Duration,
 }
 
+#[cfg(feature = "lambda")]
 impl Kept {
     /// The time to stop by: the invocation's deadline (milliseconds since
     /// the epoch, as the runtime API gives it) less the margin.
@@ -277,12 +291,14 @@ impl Kept {
 /// carry `service` as their `Service` dimension), and connect to the queue.
 /// `group_ids`: whether this function's messages carry their own FIFO group
 /// ids.
+#[cfg(feature = "lambda")]
 pub async fn start(service: &str, group_ids: GroupIds) -> Result<Started, SetupError> {
     let config = Config::from_env()?;
     start_with(config, service, group_ids).await
 }
 
 /// [`start`] with a configuration the caller has read.
+#[cfg(feature = "lambda")]
 pub async fn start_with(
     config: Config,
     service: &str,
@@ -306,10 +322,12 @@ pub async fn start_with(
 pub type StartError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The exit code of a failed cold start, the same for every function.
+#[cfg(feature = "lambda")]
 pub const INIT_FAILED: u8 = 2;
 
 /// A Lambda function: what it builds at cold start and keeps between
 /// invocations.
+#[cfg(feature = "lambda")]
 pub trait ColdStart: Sized + Sync + 'static {
     /// The service name: the `Service` dimension of the metrics and the
     /// prefix of a failed start's message.
@@ -351,6 +369,7 @@ pub trait ColdStart: Sized + Sync + 'static {
 
 /// A function's whole cold start: its settings, the shared start ([`start`]),
 /// then [`ColdStart::build`].
+#[cfg(feature = "lambda")]
 pub async fn cold_start<F: ColdStart>(env: &Env<'_>) -> Result<F, StartError> {
     let settings = F::settings(env)?;
     let routes = targets::read_routes(env, F::SERVICE, F::SOURCE_KEYS)?;
@@ -378,6 +397,7 @@ pub async fn cold_start<F: ColdStart>(env: &Env<'_>) -> Result<F, StartError> {
 /// (`<prefix>.InvalidConfiguration` for a bad value, `<prefix>.StartFailed`
 /// otherwise; only when `AWS_LAMBDA_RUNTIME_API` is set) and ends with
 /// [`INIT_FAILED`]. A runtime that stops with an error ends with exit code 1.
+#[cfg(feature = "lambda")]
 pub async fn main<F, R, E>(run: impl FnOnce(&'static F) -> R) -> ExitCode
 where
     F: ColdStart,
