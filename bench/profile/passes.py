@@ -54,7 +54,11 @@ PASSES = [
     ("allocate (allocator)", re.compile(r"mimalloc|/mi_|mi_[a-z_]+|malloc|realloc|calloc|\bfree\b|"
                                         r"allocator\.rs|raw_vec|__rust_alloc|__rust_dealloc|__rdl_")),
     ("copy (memcpy/memmove)", re.compile(r"memcpy|memmove|memset")),
-    ("kernel", re.compile(r"\[k\]|\[kernel")),
+    ("allocate: page faults (the kernel zeroing and mapping fresh pages)",
+     re.compile(r"\[k\] .*(clear_page|page_fault|handle_mm|anonymous_page|folio|alloc_pages|__list_del|zone|"
+                r"pte|tlb|mas_walk|vma|lru|memcg|mm_)")),
+    ("copy: the kernel's socket copies", re.compile(r"\[k\] .*(_copy_from_iter|_copy_to_iter|copy_user|copy_mc)")),
+    ("kernel: TCP, system calls, scheduling", re.compile(r"\[k\]|\[kernel")),
 ]
 OTHER = "everything else (HTTP, runtime, packing, signing's HMACs, start-up)"
 
@@ -102,14 +106,16 @@ def perf_costs(data):
     return costs
 
 
-def table(by, rest, unit, messages, top):
+def table(by, rest, unit, messages, top, per_message=None):
+    """The split; `per_message(cost)` says what a cost is per message
+    (default: the cost over the messages)."""
+    per = per_message or (lambda c: f"{c / messages:,.0f}")
     total = sum(by.values())
     L = [f"| pass | {unit} | share | per message |", "|---|---:|---:|---:|"]
     for label in [p for p, _ in PASSES] + [OTHER]:
         if by.get(label):
-            L.append(f"| {label} | {by[label]:,} | {100 * by[label] / total:.1f}% | "
-                     f"{by[label] / messages:,.0f} |")
-    L.append(f"| total | {total:,} | 100% | {total / messages:,.0f} |")
+            L.append(f"| {label} | {by[label]:,} | {100 * by[label] / total:.1f}% | {per(by[label])} |")
+    L.append(f"| total | {total:,} | 100% | {per(total)} |")
     L.append("")
     L.append(f"The largest of everything else ({unit}):")
     L.append("")
@@ -130,7 +136,18 @@ def main():
                     help="perf: count page faults (each at the instruction that touched the page) instead of "
                          "sampling the CPU")
     ap.add_argument("--keep", default="", metavar="FILE", help="keep the callgrind output or perf.data here")
+    ap.add_argument("--from", dest="saved", default="", metavar="FILE",
+                    help="split a kept callgrind output or perf.data (--keep) instead of running; --messages gives "
+                         "the messages it covers")
+    ap.add_argument("--messages", type=int, default=0)
     args = ap.parse_args()
+    if args.saved:
+        costs = callgrind_costs(args.saved) if args.source == "callgrind" else perf_costs(args.saved)
+        by, rest = split(costs)
+        n = args.messages or 1
+        per = (lambda c: f"{c / 1999 * 1e6 / n:,.1f} µs") if args.source == "perf" and not args.faults else None
+        print(table(by, rest, "instructions" if args.source == "callgrind" else "samples", n, args.top, per))
+        return
     bench = os.path.join(args.target_dir, "bench-tools", "bench")
     work = tempfile.mkdtemp(prefix="passes-")
     ws = {w["name"]: w for w in workloads.write(os.path.join(work, "events"))}
@@ -166,7 +183,11 @@ def main():
                if args.source == "callgrind" else
                f"perf, 128 MB's CPU share, {run.DELAY_MS} ms answers, 1 cold + {args.warm} warm invocations")
         print(f"{args.workload} ({fn}, {os.path.basename(binary)}): {how}\n")
-        print(table(by, rest, unit, messages, args.top))
+        # perf samples at 1,999 Hz: CPU microseconds per message (page-fault counts stay counts)
+        per = None
+        if args.source == "perf" and not args.faults:
+            per = lambda c: f"{c / 1999 * 1e6 / messages:,.1f} µs"  # noqa: E731
+        print(table(by, rest, unit, messages, args.top, per))
         if args.keep:
             shutil.copy(out, args.keep)
     finally:
