@@ -8,7 +8,7 @@
 //! below `n` when `(x - n×0x01…) & !x` has a high bit set, and a byte equal
 //! to `e` when `x ^ e×0x01…` has a zero byte), the four results are OR-ed,
 //! and only a block with a hit is read byte by byte, to say where. One
-//! branch per 32 bytes, about 1.5 instructions a byte: on a 55 KB JSON body
+//! branch per 32 bytes, about two instructions a byte: on a 55 KB JSON body
 //! the escape scan and copy cost about a fifth of serde_json's byte-by-byte
 //! escaping (bench/notes, "per-byte path"). The compiler does not vectorise
 //! a byte loop at the functions' `opt-level = "s"`, and `unsafe` SIMD is
