@@ -63,9 +63,17 @@ TARGETS = {"cold_start_ms": 20.0, "rss_mib": 48.0, "x_boto3": 20.0, "floor_ratio
            "cpu_floor_ratio": 2.0, "billed_x_boto3": 20.0, "slow_answer_ratio": 1.5,
            "drain_sdk_floor_ratio": 1.2, "drain_billed_x_boto3": 15.0}
 # The workloads whose messages are not small (the others carry 1 byte to 1 KB of data each).
-LARGE_MESSAGES = {"kinesis-80x55KB", "kinesis-mixed"}
-# The workloads of the Lambda-billed runs: one per function, each with boto3.
-BILLED = ["kinesis-10000x40B", "apigw-1000x1KB-ndjson", "s3-100-notifications", "rabbitmq-10000"]
+LARGE_MESSAGES = {"kinesis-80x55KB", "kinesis-mixed", "apigw-25x200KB-ndjson", "s3-lines-50x100KB"}
+# The workloads of the Lambda-billed runs: one per function, each with boto3; and the per-byte path's
+# two Kinesis events (large records, and records of 200 bytes of JSON).
+BILLED = ["kinesis-10000x40B", "apigw-1000x1KB-ndjson", "s3-100-notifications", "rabbitmq-10000",
+          "kinesis-80x55KB", "kinesis-7300x200B"]
+# The per-byte path's lines: CPU per message at most this many ns per byte of record data, uncapped,
+# on these workloads (large records of one size each); the large records at 128 MB with 10 ms answers
+# at least this many times shorter than boto3's billed duration.
+PER_BYTE_NS = 1.5
+PER_BYTE = ("kinesis-80x55KB", "apigw-25x200KB-ndjson", "s3-lines-50x100KB")
+LARGE_BILLED_X_BOTO3 = 8.0
 # The small-record workloads run again with AGGREGATE=true (the same binary, AGGREGATE_BYTES at its
 # default of 64 KiB): billed units against one message per record.
 AGGREGATED = ["kinesis-10000x40B", "kinesis-3000x1KB", "kinesis-kpl-600000", "apigw-1000x1KB-ndjson",
@@ -733,8 +741,11 @@ def mib(b):
 LABELS = {
     "kinesis-10000x40B": "Kinesis 10,000 × 40 B", "kinesis-3000x1KB": "Kinesis 3,000 × 1 KB",
     "kinesis-80x55KB": "Kinesis 80 × 55 KB", "kinesis-mixed": "Kinesis mixed, at the byte limits",
+    "kinesis-7300x200B": "Kinesis 7,300 × 200 B JSON",
     "apigw-1000x1KB-ndjson": "API Gateway, 1,000 NDJSON lines of 1 KB",
+    "apigw-25x200KB-ndjson": "API Gateway, 25 NDJSON lines of 200 KB",
     "s3-100-notifications": "S3, 100-record notification", "s3-lines-100000": "S3 lines mode, 100,000 lines",
+    "s3-lines-50x100KB": "S3 lines mode, 50 lines of 100 KB",
     "rabbitmq-10000": "RabbitMQ, drain 10,000 (real broker)",
 }
 
@@ -1201,7 +1212,60 @@ def targets(rows, colds, billed=(), aggregated=()):
     else:
         out.append(f"{name}: not measured")
     out.extend(drain_targets(done, billed))
+    out.extend(per_byte_targets(done, billed))
     out.extend(aggregation_targets(rows, aggregated))
+    return out
+
+
+def per_byte_targets(done, billed):
+    """The per-byte path's lines: large records at most PER_BYTE_NS of CPU
+    per byte of record data (uncapped); the mixed event below the SDK
+    floor; the 80 × 55 KB event billed at 128 MB at least
+    LARGE_BILLED_X_BOTO3× shorter than boto3's; the 200-byte event's billed
+    ratio beside the 40-byte one's."""
+    out = []
+    for name in PER_BYTE:
+        line = f"{name}: CPU per message ≤ {PER_BYTE_NS} ns per byte of record data (uncapped)"
+        w, r, d = next(((w, r, d) for w, r, d in done if w["name"] == name), (None, None, None))
+        cpu = (r or {}).get("ours", {}).get("cpu_us_per_msg")
+        if not cpu or not w.get("record_bytes"):
+            out.append(f"{line}: not measured")
+            continue
+        ns = cpu * 1000 / w["record_bytes"]
+        state = "met" if ns <= PER_BYTE_NS else "missed"
+        out.append(f"{line}: {state} ({ns:.2f} ns per byte, {cpu:.1f} µs per message against "
+                   f"{PER_BYTE_NS * w['record_bytes'] / 1000:.1f})")
+    line = "kinesis-mixed: CPU per message below the SDK floor's"
+    d = next((d for w, r, d in done if w["name"] == "kinesis-mixed"), None)
+    if d and d.get("cpu_sdk_floor_ratio"):
+        state = "met" if d["cpu_sdk_floor_ratio"] < 1 else "missed"
+        out.append(f"{line}: {state} ({d['cpu_sdk_floor_ratio']:.2f}×, "
+                   f"{d['cpu_ours_beyond_sdk_us']:+.1f} µs/msg)")
+    else:
+        out.append(f"{line}: not measured")
+    name = (f"kinesis-80x55KB billed at 128 MB with {DELAY_MS} ms answers ≥ {LARGE_BILLED_X_BOTO3:g}× shorter "
+            f"than boto3's")
+    b = billed_run(billed, "kinesis-80x55KB", 128)
+    pair = billed_pair(b)
+    if pair:
+        ob, bb = pair
+        state = "met" if bb / ob >= LARGE_BILLED_X_BOTO3 else "missed"
+        ocpu, bcpu = b["ours"].get("cpu_us_per_msg"), b["boto3"].get("cpu_us_per_msg")
+        cpu = f"; CPU per record {ocpu:.0f} against {bcpu:.0f} µs" if ocpu and bcpu else ""
+        out.append(f"{name}: {state} ({ob:,.0f} ms against {bb:,.0f} ms: {bb / ob:.1f}×{cpu})")
+    else:
+        out.append(f"{name}: not measured")
+    name = (f"kinesis-7300x200B billed at 128 MB ≥ {TARGETS['billed_x_boto3']:.0f}× shorter than boto3's "
+            f"(the small-record line), beside the 10,000 × 40 B event's ratio")
+    small, tiny = billed_pair(billed_run(billed, "kinesis-7300x200B", 128)), \
+        billed_pair(billed_run(billed, "kinesis-10000x40B", 128))
+    if small:
+        ob, bb = small
+        state = "met" if bb / ob >= TARGETS["billed_x_boto3"] else "missed"
+        beside = f"; the 40-byte event {tiny[1] / tiny[0]:.1f}×" if tiny else ""
+        out.append(f"{name}: {state} ({ob:,.0f} ms against {bb:,.0f} ms: {bb / ob:.1f}×{beside})")
+    else:
+        out.append(f"{name}: not measured")
     return out
 
 

@@ -21,6 +21,7 @@ SEQ_BASE = 49656959124367012489130437624381237153823019583911772194
 ARRIVAL = 1795900000
 BUCKET = "bench-bucket"
 LINES_KEY = "exports/lines.ndjson"
+LARGE_LINES_KEY = "exports/lines-100KB.ndjson"
 
 
 def payload(n, length, rng=None):
@@ -256,14 +257,18 @@ def write(folder, smoke=False):
         out.append(dict(name=name, source=source, event=path, event_bytes=len(data),
                         messages=messages, note=note, **extra))
 
+    # (name, records, description, bytes of data per record when they are all one size)
     kin = [
-        ("kinesis-10000x40B", uniform(n(10_000), 40), "10,000 records of 40 bytes"),
-        ("kinesis-3000x1KB", uniform(n(3_000), 1_000), "3,000 records of 1 KB"),
-        ("kinesis-80x55KB", uniform(max(2, n(80)), 55_000), "80 records of 55 KB"),
-        ("kinesis-mixed", mixed(0.05 if smoke else 1.0), "mixed sizes, placed at the byte limits"),
+        ("kinesis-10000x40B", uniform(n(10_000), 40), "10,000 records of 40 bytes", 40),
+        # 10,000 records of 200 bytes would be a 7.9 MB event, over Lambda's 6 MB: 7,300 make an
+        # event of the 10,000 × 40 B one's size.
+        ("kinesis-7300x200B", uniform(n(7_300), 200), "7,300 records of 200 bytes of JSON", 200),
+        ("kinesis-3000x1KB", uniform(n(3_000), 1_000), "3,000 records of 1 KB", 1_000),
+        ("kinesis-80x55KB", uniform(max(2, n(80)), 55_000), "80 records of 55 KB", 55_000),
+        ("kinesis-mixed", mixed(0.05 if smoke else 1.0), "mixed sizes, placed at the byte limits", None),
     ]
-    for name, items, note in kin:
-        event(name, "kinesis", kinesis_event(items), len(items), note)
+    for name, items, note, size in kin:
+        event(name, "kinesis", kinesis_event(items), len(items), note, record_bytes=size)
 
     # The event: KPL aggregates of one-byte user records, as many as
     # fit Lambda's 6 MB (five aggregates of 120,000: each under Kinesis's
@@ -275,7 +280,12 @@ def write(folder, smoke=False):
           "measured per-call time, and the handler would need a KPL de-aggregator")
 
     lines = [payload(i, 1_023) + "\n" for i in range(n(1_000))]
-    event("apigw-1000x1KB-ndjson", "apigw", apigw_event(lines), len(lines), "1,000 NDJSON lines of 1 KB")
+    event("apigw-1000x1KB-ndjson", "apigw", apigw_event(lines), len(lines), "1,000 NDJSON lines of 1 KB",
+          record_bytes=1_023)
+    # A 5 MB request, within Lambda's 6 MB: each line one message of 200 KB.
+    lines = [payload(i, 199_999) + "\n" for i in range(n(25))]
+    event("apigw-25x200KB-ndjson", "apigw", apigw_event(lines), len(lines), "25 NDJSON lines of 200 KB (5 MB)",
+          record_bytes=199_999)
 
     recs = [s3_record(i, "acme-media", f"incoming/2026/11/29/object-{i:05d}.json", 1000 + i,
                       "0cc175b9c0f1b6a831c399e2697726%02x" % (i % 256)) for i in range(n(100))]
@@ -289,7 +299,16 @@ def write(folder, smoke=False):
     event("s3-lines-100000", "s3-lines",
           {"Records": [s3_record(0, BUCKET, LINES_KEY, os.path.getsize(obj_path))]},
           n_lines, "100,000-line object (100 B lines), lines mode",
-          object=f"{BUCKET}/{LINES_KEY}={obj_path}")
+          object=f"{BUCKET}/{LINES_KEY}={obj_path}", record_bytes=100)
+    n_lines = n(50)
+    obj_path = os.path.join(folder, "lines-100KB.ndjson")
+    with open(obj_path, "w", encoding="ascii") as f:
+        for i in range(n_lines):
+            f.write(payload(i, 100_000) + "\n")
+    event("s3-lines-50x100KB", "s3-lines",
+          {"Records": [s3_record(0, BUCKET, LARGE_LINES_KEY, os.path.getsize(obj_path))]},
+          n_lines, "50-line object (100 KB lines, 5 MB), lines mode",
+          object=f"{BUCKET}/{LARGE_LINES_KEY}={obj_path}", record_bytes=100_000)
 
     event("rabbitmq-10000", "rabbitmq",
           {"version": "0", "id": "bench", "detail-type": "Scheduled Event", "source": "aws.events",

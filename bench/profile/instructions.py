@@ -87,6 +87,8 @@ def main():
     ap.add_argument("--bench", default="", help="the bench tool (default: TARGET_DIR/TOOLS_PROFILE/bench)")
     ap.add_argument("--functions", default=",".join(DEFAULT),
                     help=f"comma-separated functions, of {', '.join(CASES)}")
+    ap.add_argument("--workload", action="append", default=[], metavar="FN=WORKLOAD",
+                    help="count FN on WORKLOAD instead of its default one (repeatable; FN may repeat)")
     ap.add_argument("--fn-env", action="append", default=[], metavar="K=V")
     ap.add_argument("--routes", action="store_true",
                     help="kinesis-to-sqs with routing rules (ROUTES): three targets on the stub, records routed by "
@@ -95,7 +97,7 @@ def main():
     ap.add_argument("--cold-only", action="store_true",
                     help="count the cold start alone (no invocation: seconds, not minutes)")
     ap.add_argument("--keep", default="", metavar="DIR",
-                    help="keep the callgrind outputs in DIR (callgrind.FN.PROFILE.one.out holds the cold start and "
+                    help="keep the callgrind outputs in DIR (callgrind.FN.WORKLOAD.PROFILE.one.out holds the cold start and "
                          "one invocation) for callgrind_annotate")
     args = ap.parse_args()
     if not shutil.which("valgrind"):
@@ -107,11 +109,12 @@ def main():
     ws = {w["name"]: w for w in workloads.write(os.path.join(work, "events"))}
     stub = run.Stub(bench, [])
     fn_env = dict(kv.split("=", 1) for kv in args.fn_env)
-    print("| function | profile | binary | cold start (instructions) | per message (instructions) |")
-    print("|---|---|---:|---:|---:|")
+    cases = [tuple(c.split("=", 1)) for c in args.workload] or [(fn, CASES[fn]) for fn in args.functions.split(",")]
+    print("| function | workload | profile | binary | cold start (instructions) | per message (instructions) |")
+    print("|---|---|---|---:|---:|---:|")
     try:
-        for fn in args.functions.split(","):
-            w = ws[CASES[fn]]
+        for fn, workload in cases:
+            w = ws[workload]
             # The workload's environment as the benchmark sets it (S3 lines
             # mode, the RabbitMQ queue and the command that fills it).
             envs = run.environments(w, stub, "instructions")
@@ -127,7 +130,7 @@ def main():
                 binary = os.path.join(args.target_dir, profile, fn)
                 if not os.path.exists(binary):
                     raise SystemExit(f"{binary} is missing: cargo build --profile {profile} -p {fn}")
-                tag = f"{fn}.{profile}"
+                tag = f"{fn}.{workload}.{profile}"
                 cold = counted(bench, stub, w["event"], 0, env, binary, work, tag + ".cold")
                 per = "–"
                 if not args.cold_only:
@@ -135,7 +138,7 @@ def main():
                                     before.get("ours"))
                     per = f"{(total - cold) / w['messages']:,.0f}"
                 size = os.path.getsize(binary)
-                print(f"| {fn} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per} |", flush=True)
+                print(f"| {fn} | {workload} | {profile} | {size / 1048576:.2f} MiB | {cold:,} | {per} |", flush=True)
             if rabbit:
                 run.delete_queue(rabbit, "bench-ours-instructions")
     finally:

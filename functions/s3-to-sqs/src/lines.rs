@@ -68,7 +68,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 break;
             }
             any = true;
-            let (part, used, done) = match available.iter().position(|&b| b == b'\n') {
+            let (part, used, done) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], i + 1, true),
                 None => (available, available.len(), false),
             };

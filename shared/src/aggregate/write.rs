@@ -15,7 +15,7 @@ pub(crate) const CLOSE: &str = "]}";
 /// entry's body and attributes are (an entry's always are).
 pub(crate) fn record(out: &mut Vec<u8>, entry: &Entry) -> Result<(), String> {
     out.extend_from_slice(b"{\"body\":");
-    json::string(out, &entry.body)?;
+    json::string(out, &entry.body);
     if !entry.attributes.is_empty() {
         out.extend_from_slice(b",\"attributes\":{");
         for (i, a) in entry.attributes.iter().enumerate() {
@@ -28,7 +28,7 @@ pub(crate) fn record(out: &mut Vec<u8>, entry: &Entry) -> Result<(), String> {
     }
     if let Some(id) = &entry.deduplication_id {
         out.extend_from_slice(b",\"deduplicationId\":");
-        json::string(out, id)?;
+        json::string(out, id);
     }
     out.push(b'}');
     Ok(())

@@ -12,8 +12,9 @@
 //! * **Protocol**: AWS JSON 1.0, as the SDK speaks to SQS: `POST /` with
 //!   `X-Amz-Target: AmazonSQS.SendMessageBatch`, `Content-Type:
 //!   application/x-amz-json-1.0` and `x-amzn-query-mode: true`; the body is
-//!   written by serde_json straight from the entries ([`wire`]). A `null`
-//!   `Successful` or `Failed` list reads as an empty one, as in the SDK.
+//!   written by hand, in the bytes serde_json would write, straight from the
+//!   entries ([`wire`]). A `null` `Successful` or `Failed` list reads as an
+//!   empty one, as in the SDK.
 //! * **Answers and errors**: parsed and classified as the SDK path's are
 //!   ([`wire::call_error`]): the same codes (the query-compatible
 //!   `AWS.SimpleQueueService.*` code when SQS sends `x-amzn-query-error`),

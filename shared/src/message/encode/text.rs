@@ -6,24 +6,31 @@ pub fn is_sqs_char(c: char) -> bool {
 }
 
 /// Whether SQS accepts this text as a body or `String` attribute value: the
-/// same answer as `s.chars().all(is_sqs_char)`, read a word at a time.
+/// same answer as `s.chars().all(is_sqs_char)`, read a block at a time.
 ///
 /// In valid UTF-8 the characters SQS refuses are the control characters
 /// below U+0020 other than tab, line feed and carriage return (one byte
 /// each), and U+FFFE and U+FFFF (`EF BF BE`, `EF BF BF`; `EF` is only ever
-/// a lead byte); surrogates cannot occur. So eight bytes at a time are
-/// tested for a byte below `0x20` or an `0xEF`, and only from the first
-/// word that has one is the text read byte by byte.
+/// a lead byte); surrogates cannot occur. So the text is scanned for a
+/// byte below `0x20` or an `0xEF` (`byte_scan`, vectorised), each one found
+/// is looked at, and the scan goes on after it.
 pub fn is_sqs_text(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    let start = crate::message::byte_scan::clean_words(bytes, 0x20, &[0xEF]);
-    let rest = &bytes[start..];
-    rest.iter().enumerate().all(|(i, &b)| match b {
-        b'\t' | b'\n' | b'\r' => true,
-        0..0x20 => false,
-        0xEF => !(rest.get(i + 1) == Some(&0xBF) && matches!(rest.get(i + 2), Some(0xBE | 0xBF))),
-        _ => true,
-    })
+    use crate::message::byte_scan::{SqsSuspect, find};
+    let mut rest = s.as_bytes();
+    while let Some(i) = find::<SqsSuspect>(rest) {
+        let accepted = match rest[i] {
+            b'\t' | b'\n' | b'\r' => true,
+            0xEF => {
+                !(rest.get(i + 1) == Some(&0xBF) && matches!(rest.get(i + 2), Some(0xBE | 0xBF)))
+            }
+            _ => false,
+        };
+        if !accepted {
+            return false;
+        }
+        rest = &rest[i + 1..];
+    }
+    true
 }
 
 #[cfg(test)]

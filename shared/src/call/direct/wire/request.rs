@@ -9,11 +9,9 @@ use crate::send::outcome::Failure;
 /// The request body for `items` to `queue_url`, in one buffer sized from the
 /// entries' SQS sizes (JSON escaping and base64 may grow it).
 ///
-/// Written by hand, not through serde: the keys are constants, and a string
-/// that needs no JSON escaping (the common case: attribute names and data
-/// types never do, being checked to `[A-Za-z0-9_.-]`) is copied as it is;
-/// one that does is written by serde_json. The same bytes serde_json would
-/// write, key order included (the SDK's: `Id`, `MessageBody`,
+/// Written by hand, not through serde: the keys are constants, and each
+/// string is copied in runs between the bytes JSON escapes
+/// ([`json::string`]). The same bytes serde_json would write, key order included (the SDK's: `Id`, `MessageBody`,
 /// `DelaySeconds`, `MessageAttributes`, `MessageDeduplicationId`,
 /// `MessageGroupId`), checked by the tests below.
 pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Failure> {
@@ -25,7 +23,7 @@ pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Fai
             .sum::<usize>();
     let mut out = Vec::with_capacity(estimate);
     out.extend_from_slice(b"{\"QueueUrl\":");
-    json_str(&mut out, queue_url)?;
+    json::string(&mut out, queue_url);
     out.extend_from_slice(b",\"Entries\":[");
     for (n, item) in items.iter().enumerate() {
         if n > 0 {
@@ -40,9 +38,9 @@ pub fn request_body(queue_url: &str, items: &[BatchItem]) -> Result<Vec<u8>, Fai
 fn entry(out: &mut Vec<u8>, item: &BatchItem) -> Result<(), Failure> {
     let e = &item.entry;
     out.extend_from_slice(b"{\"Id\":");
-    json_str(out, &item.id)?;
+    json::string(out, &item.id);
     out.extend_from_slice(b",\"MessageBody\":");
-    json_str(out, &e.body)?;
+    json::string(out, &e.body);
     if let Some(d) = e.delay_seconds {
         out.extend_from_slice(b",\"DelaySeconds\":");
         out.extend_from_slice(d.to_string().as_bytes());
@@ -59,19 +57,14 @@ fn entry(out: &mut Vec<u8>, item: &BatchItem) -> Result<(), Failure> {
     }
     if let Some(id) = &e.deduplication_id {
         out.extend_from_slice(b",\"MessageDeduplicationId\":");
-        json_str(out, id)?;
+        json::string(out, id);
     }
     if let Some(id) = &e.group_id {
         out.extend_from_slice(b",\"MessageGroupId\":");
-        json_str(out, id)?;
+        json::string(out, id);
     }
     out.push(b'}');
     Ok(())
-}
-
-/// `s` as a JSON string ([`json::string`]).
-fn json_str(out: &mut Vec<u8>, s: &str) -> Result<(), Failure> {
-    json::string(out, s).map_err(|e| construction(&e))
 }
 
 fn construction(what: &str) -> Failure {
