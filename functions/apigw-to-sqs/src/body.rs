@@ -22,6 +22,7 @@ use lambda_http::http::{HeaderValue, StatusCode};
 use serde::Deserializer as _;
 use serde::de::{IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
+use sqs_forwarder::send::codes::MESSAGE_TOO_LARGE;
 
 use crate::reject::Rejection;
 use crate::settings::Settings;
@@ -143,7 +144,7 @@ fn too_many(max: usize) -> Rejection {
 fn check_size(index: Option<usize>, len: usize, limits: &SplitLimits) -> Result<(), Rejection> {
     match limits.max_message_bytes {
         Some(max) if len > max => Err(Rejection::too_large(
-            "MessageTooLarge",
+            MESSAGE_TOO_LARGE,
             match index {
                 Some(i) => format!(
                     "message {i} is {len} bytes; the queue takes at most {max} bytes per message"
