@@ -141,3 +141,25 @@ fn anchors(text: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// The check used when pages are moved or shortened
+/// (`scripts/check-moved-text.sh REV:PATH ...`: every paragraph, list item,
+/// heading, table row and code line of the old pages still somewhere in the
+/// Markdown files) tells a unit kept, moved or reworded from one deleted: its
+/// self-test runs it on pages made for the purpose, with a paragraph, a table
+/// row and a code line deleted, and must see exactly those missing.
+#[test]
+fn the_moved_text_check_finds_what_was_deleted() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = std::process::Command::new("python3")
+        .arg(root.join("scripts/check_moved_text.py"))
+        .arg("--self-test")
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("moved-text self-test: 12 passed, 0 failed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
