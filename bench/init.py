@@ -8,8 +8,8 @@ same whatever else the machine does), and the targets: init ≤ 50 ms median
 under the cap, ≤ 6 ms uncapped (the "Cold start" figure: no cap, answers at
 once), instructions halved against kinesis-to-sqs's before the init work.
 
-Used by bench/run.py (`measure`, `table`, `targets`); see bench/README.md,
-"The init".
+Used by bench/run.py (`measure`, `table`, `targets`); see bench/how-it-measures.md
+("The figures": the init under the 128 MB cap) and bench/notes/2026-12-02-init.md.
 """
 
 import os

@@ -15,7 +15,7 @@ Two figures, each against the same function without rules:
 
 The target: routing and shaping within 20% of the CPU per message without
 rules. Used by bench/run.py (`measure`, `table`, `targets`) and by
-bench/profile/instructions.py (`document`); see bench/README.md, "Routing".
+bench/profile/instructions.py (`document`); see bench/notes/2026-12-03-routing-cost.md.
 """
 
 import json

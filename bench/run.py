@@ -751,7 +751,7 @@ LABELS = {
 
 
 def summary(rows):
-    """The short table the project README shows."""
+    """The run at a glance (bench/README.md's speed table comes from it)."""
     L = ["| workload | ours msg/s | boto3 msg/s | floor msg/s | × boto3 | of the floor (time ×) "
          "| CPU/msg: ours, SDK floor, HTTP floor | CPU × HTTP floor "
          "| calls (in-order min) | billed units (bound) | peak RSS |",
@@ -964,7 +964,7 @@ def table(rows, binaries, colds, mach, args, started, billed=(), inits=None, rou
              f"Command: `{args.command}`. Warm figures are the median of {args.warm} warm invocations "
              f"(boto3: {args.warm_baseline}); the floor is the median of {args.floor_rounds} rounds.")
     L.append("")
-    L.append("**Summary** (the table the project README shows)")
+    L.append("**Summary** (the run at a glance; bench/README.md's speed table comes from it)")
     L.append("")
     L.extend(summary(rows))
     L.append("")

@@ -3,7 +3,7 @@
 `bench stub --store` injecting faults into `SendMessageBatch`, each event
 source replayed as it replays; then the queue is compared with the input.
 Run by bench/soak.sh (which builds and installs what this needs); see
-bench/README.md, "Soak".
+bench/soak.md.
 
 Per function and target queue (standard, FIFO) it prints: records in,
 invocations, replays, function errors, faults injected by kind, messages

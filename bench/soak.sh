@@ -4,7 +4,7 @@
 # SendMessageBatch, each event source replayed as it replays, then the queue
 # compared with the input. Prints the figures and `soak: N passed, N failed`;
 # exits nonzero when anything was lost or a FIFO queue holds a duplicate.
-# See bench/README.md, "Soak".
+# See bench/soak.md.
 #
 #   bench/soak.sh                      # 100,000 records per function and queue, 30% faults, release builds
 #   bench/soak.sh --smoke              # 2,000 records, debug builds (CI; well under a minute after the build)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Three AMQP clients' CPU per delivery in the drain's pattern, alternated
-# round by round in one sitting (bench/README.md, "The RabbitMQ drain").
+# round by round in one sitting (bench/notes/2026-12-04-three-amqp-clients.md).
 #
 #   bench/amqp-clients/run.sh [--cap] [ROUNDS] [MESSAGES] [PREFETCH]
 #

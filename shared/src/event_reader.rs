@@ -4,7 +4,7 @@
 //! keeps the path of the value being read: every object key of the event is
 //! copied into a `String` on the way, whatever the event holds. On the
 //! 10,000-record Kinesis event that reading was about a quarter of the
-//! function's instructions (bench/README.md, "Profiling"). [`Payload`] takes
+//! function's instructions (bench/notes/2026-12-01-direct-client-profile.md). [`Payload`] takes
 //! the event as raw JSON through that reader (one pass that copies nothing:
 //! the raw JSON is borrowed from the invocation's body) and reads it with serde_json directly. Only when that fails is
 //! the event read again with the path kept, so a malformed event still

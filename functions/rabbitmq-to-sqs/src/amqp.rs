@@ -5,7 +5,7 @@
 //! Why not lapin: lapin 4 reads its socket on a thread of its own and hands
 //! every delivery across threads, which under 128 MB's CPU share costs about
 //! 4.6 µs a delivery more than reading the socket on the function's runtime
-//! (bench/README.md, "Three AMQP clients"). Only what the drain needs is
+//! (bench/notes/2026-12-04-three-amqp-clients.md). Only what the drain needs is
 //! here: PLAIN login (the broker's refusal told apart), `amqp://` and
 //! `amqps://` (rustls, the system's roots), a channel per queue,
 //! `queue.declare` (passive), `basic.qos`, `basic.consume`, `basic.get`,

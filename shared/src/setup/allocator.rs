@@ -3,8 +3,8 @@
 //! while the process holds more than [`KEEP_RESIDENT`], rather than by the
 //! clock (feature `mimalloc`, which the four functions turn on).
 //!
-//! Profiled on the 10,000-record Kinesis event (bench/README.md,
-//! "Profiling"), a quarter of the process's CPU was glibc's `malloc` and
+//! Profiled on the 10,000-record Kinesis event
+//! (bench/notes/2026-11-30-sdk-per-call-cost.md), a quarter of the process's CPU was glibc's `malloc` and
 //! `free`; mimalloc took 11-17% off the CPU per record.
 //!
 //! When freed memory goes back to the system is a trade of CPU for RSS:
@@ -15,7 +15,7 @@
 //!   it near 35 MiB, but every page a call freed and the next call took was faulted
 //!   in again: 4,000-5,000 page faults in each warm 10,000-record
 //!   invocation, plus the `madvise` calls that return the pages
-//!   (bench/README.md, "Memory returned at once").
+//!   (bench/notes/2026-12-03-memory-returned-at-once.md).
 //! - Now the clock never purges ([`configure`]), and the [`Allocator`]
 //!   counts the bytes each thread allocates and the bytes it frees: when
 //!   either count reaches [`PURGE_EVERY`], it has mimalloc return all the
@@ -32,8 +32,8 @@
 //!   the next, with no page fault and no `madvise`. Under the 128 MB cap,
 //!   A/B against the 4 MiB purge alone, the 10,000-record event took
 //!   60-70% fewer page faults and 11% less CPU per record with 10 ms
-//!   answers, and peaked at 38-41 MiB instead of 31-35 (bench/README.md,
-//!   "Memory kept below 36 MiB"). Above it the purges are as before, so a
+//!   answers, and peaked at 38-41 MiB instead of 31-35
+//!   (bench/notes/2026-12-04-memory-kept-below-36-mib.md). Above it the purges are as before, so a
 //!   workload that needs more peaks where it did.
 //!
 //! ```ignore
@@ -47,8 +47,8 @@ use std::cell::Cell;
 /// The bytes a thread allocates, or frees, between two purges of its free
 /// memory: 4 MiB. Measured with allocations counted alone, 2 MiB faulted
 /// more and saved nothing, and 8 MiB let the 10,000-record event peak over
-/// the 48 MB line under the 128 MB cap (bench/README.md, "Memory returned
-/// with the work").
+/// the 48 MB line under the 128 MB cap
+/// (bench/notes/2026-12-04-memory-returned-with-the-work.md).
 pub const PURGE_EVERY: usize = 4 << 20;
 
 /// The resident set (of the whole process) at or below which a purge is

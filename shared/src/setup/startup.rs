@@ -22,7 +22,7 @@
 //! The runtime's flavor is each function's own; all four run on one thread
 //! (`#[tokio::main(flavor = "current_thread")]`): their work is I/O, and a
 //! multi-thread runtime spent more CPU handing tasks between its threads
-//! than it saved (`bench/README.md`, "What the third round changed").
+//! than it saved (`bench/notes/2026-12-01-current-thread-runtime.md`).
 //!
 //! A start that fails is reported to Lambda's runtime API as an init error
 //! of the function's own type ([`crate::setup::init_error`]:

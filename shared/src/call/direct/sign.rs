@@ -4,8 +4,8 @@
 //! aws-sigv4's general signer (`http_request::sign`) derives the signing key
 //! again on every call (four HMACs), and builds, lower-cases and sorts a
 //! header map for a request whose shape never changes: together about 14%
-//! of the direct client's instructions per message (bench/README.md,
-//! "Profiling"). Here the canonical request is written straight from the
+//! of the direct client's instructions per message
+//! (bench/notes/2026-12-01-direct-client-profile.md). Here the canonical request is written straight from the
 //! request's fixed parts, and the key is derived once per day, access key
 //! and secret (it depends on nothing else). The HMACs and key derivation
 //! are aws-sigv4's; the body and the canonical request are hashed by

@@ -255,8 +255,8 @@ pub const MEMORY_SIZE_VARIABLE: &str = "AWS_LAMBDA_FUNCTION_MEMORY_SIZE";
 /// network. On a small function, calls of small messages cost little
 /// memory, and more of them out means more answers back at each wake-up:
 /// at 128 MB with 10 ms round trips, 16 in flight cost 1.3× the CPU per
-/// record of instant answers, where 4 cost 1.8× (see `bench/README.md`,
-/// "The slow-answer tax"). What large calls may hold at once is
+/// record of instant answers, where 4 cost 1.8× (see
+/// `bench/notes/2026-12-03-slow-answer-tax.md`). What large calls may hold at once is
 /// bounded by [`default_in_flight_bytes`] instead.
 pub fn default_max_in_flight(memory_mb: Option<u64>) -> usize {
     memory_mb.map_or(4, |mb| (mb / 64).clamp(16, 64) as usize)
