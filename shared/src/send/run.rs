@@ -69,6 +69,8 @@ pub(super) struct Run<'a, T, P, F> {
     /// Messages and bytes held (pending, queued, in a call or a put).
     held: Held,
     next_index: usize,
+    /// Outcomes the caller settled as dropped (its rules skipped them).
+    skipped: usize,
     pub tally: Tally,
 }
 
@@ -95,6 +97,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             queued: VecDeque::new(),
             held: Held::default(),
             next_index: 0,
+            skipped: 0,
             tally: Tally::default(),
         }
     }
@@ -132,7 +135,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     for routed in source.by_ref() {
                         self.next_index();
                         match routed {
-                            Item::Routed(Routed::Settled(p, outcome)) => self.report(p, outcome, 0),
+                            Item::Routed(Routed::Settled(p, outcome)) => self.settled(p, outcome),
                             other => self.report(other.into_position(), deadline_exceeded(), 0),
                         }
                     }
@@ -148,7 +151,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     }
                     Some(Item::Routed(Routed::Settled(position, outcome))) => {
                         self.next_index();
-                        self.report(position, outcome, 0);
+                        self.settled(position, outcome);
                     }
                     None => exhausted = true,
                 }
@@ -377,6 +380,13 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         });
     }
 
+    /// Report an outcome the caller settled; a record its rules dropped
+    /// (`FilteredOut`, `Unmatched`, counted there) is not `MessagesDropped`.
+    fn settled(&mut self, position: P, outcome: Outcome) {
+        self.skipped += usize::from(matches!(outcome, Outcome::Dropped { .. }));
+        self.report(position, outcome, 0);
+    }
+
     /// Settle a held message: it leaves the window with its outcome.
     pub fn settle_slot(&mut self, slot: Slot<P>, outcome: Outcome, attempts: u32) {
         self.held.messages = self.held.messages.saturating_sub(1);
@@ -470,7 +480,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         m::messages_in(self.tally.messages);
         m::messages_sent(s.sent);
         m::messages_failed(s.failed_retryable + s.failed_permanent);
-        m::messages_dropped(s.dropped);
+        m::messages_dropped(s.dropped.saturating_sub(self.skipped));
         self.tally
     }
 }
