@@ -4,8 +4,10 @@
 
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use aws_lambda_events::event::streams::KinesisEventResponse;
+use std::cell::Cell;
+
 use sqs_forwarder::route::Router;
-use sqs_forwarder::{Forwarder, Transport};
+use sqs_forwarder::{Failure, Forwarder, Outcome, Routed, Transport};
 use tokio::time::Instant;
 
 use crate::checkpoint::{self, AnswerError};
@@ -70,11 +72,29 @@ impl<T: Transport> Handler<T> {
 
         let mut tracker = checkpoint::Tracker::new(&infos);
         let router = &self.router;
-        let messages =
-            records::messages(event.records, &infos, &self.settings, fifo, router.routes())
-                .map(|(plan, message)| router.route(plan, message));
+        // Once the forwarder reports the deadline, it fails whatever it is
+        // handed: the records left are then handed over as one outcome each,
+        // without reading them into messages, so that the work after the
+        // deadline does not grow with what is left (a KPL record of 5,000
+        // user records is one step, not 5,000 messages built).
+        let late = Cell::new(false);
+        let mut messages =
+            records::messages(event.records, &infos, &self.settings, fifo, router.routes());
+        let items = std::iter::from_fn(|| {
+            if late.get() {
+                let left = messages.next_left()?;
+                return Some(Routed::Settled(left, Outcome::Failed(Failure::deadline())));
+            }
+            let (plan, message) = messages.next()?;
+            Some(router.route(plan, message))
+        });
         let tally = router
-            .forward(messages, deadline, |o| tracker.record(&o))
+            .forward(items, deadline, |o| {
+                if o.outcome.failure().is_some_and(Failure::is_deadline) {
+                    late.set(true);
+                }
+                tracker.record(&o);
+            })
             .await;
         let summary = tally.summary;
         let per_record = tracker.finish();

@@ -129,6 +129,17 @@ impl Failure {
         Failure::new(code, message, true)
     }
 
+    /// The invocation's deadline (less the margin) came before the message
+    /// was sent ([`codes::DEADLINE_EXCEEDED`], transient): what the
+    /// forwarder reports for each message it did not send by then, and what
+    /// a source reports for what it did not hand over.
+    pub fn deadline() -> Self {
+        Failure::transient(
+            codes::DEADLINE_EXCEEDED,
+            "the invocation's deadline came before this message could be sent",
+        )
+    }
+
     /// Whether the invocation's deadline (less the margin) came before the
     /// message was sent ([`codes::DEADLINE_EXCEEDED`]): a source that
     /// answers a caller says "try again" rather than "SQS is down".

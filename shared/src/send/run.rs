@@ -500,10 +500,7 @@ fn unknown_target(target: usize) -> Outcome {
 }
 
 fn deadline_exceeded() -> Outcome {
-    Outcome::Failed(Failure::transient(
-        crate::send::codes::DEADLINE_EXCEEDED,
-        "the invocation's deadline came before this message could be sent",
-    ))
+    Outcome::Failed(Failure::deadline())
 }
 
 /// The bytes of a call's entries, as SQS counts them (what

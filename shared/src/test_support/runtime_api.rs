@@ -312,6 +312,11 @@ impl FunctionProcess {
         FunctionProcess { child }
     }
 
+    /// The process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// The exit code, if the process ended within `within`.
     pub async fn exit_code(&mut self, within: Duration) -> Option<i32> {
         match tokio::time::timeout(within, self.child.wait()).await {
