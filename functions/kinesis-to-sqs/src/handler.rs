@@ -7,7 +7,7 @@ use aws_lambda_events::event::streams::KinesisEventResponse;
 use std::cell::Cell;
 
 use sqs_forwarder::route::Router;
-use sqs_forwarder::{Failure, Forwarder, Outcome, Routed, Transport};
+use sqs_forwarder::{Failure, Forwarder, Outcome, Routed, Summary, Transport};
 use tokio::time::Instant;
 
 use crate::checkpoint::{self, AnswerError};
@@ -57,6 +57,12 @@ impl<T: Transport> Handler<T> {
         event: KinesisEvent,
         deadline: Option<Instant>,
     ) -> Result<KinesisEventResponse, AnswerError> {
+        self.handle_for(event, deadline).await.answer
+    }
+
+    /// [`Handler::handle`], with what became of each record (for a caller
+    /// that says why a record was not sent: the replay command).
+    pub async fn handle_for(&self, event: KinesisEvent, deadline: Option<Instant>) -> Handled {
         let total = event.records.len();
         // With rules, messages carry FIFO ids when any target is FIFO; the
         // router takes them off those bound for a standard queue.
@@ -155,6 +161,22 @@ impl<T: Transport> Handler<T> {
                 );
             }
         }
-        answer.map(|a| a.response)
+        Handled {
+            answer: answer.map(|a| a.response),
+            records: per_record,
+            messages: summary,
+        }
     }
+}
+
+/// What [`Handler::handle_for`] did with a batch.
+#[derive(Debug, Clone)]
+pub struct Handled {
+    /// The answer Lambda gets ([`Handler::handle`]'s).
+    pub answer: Result<KinesisEventResponse, AnswerError>,
+    /// What became of each record, in the event's order.
+    pub records: Vec<checkpoint::RecordOutcome>,
+    /// The messages' outcomes, counted (`dropped`: sent nowhere, by the
+    /// routing rules or `OVERSIZE_POLICY=drop`).
+    pub messages: Summary,
 }
