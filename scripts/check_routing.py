@@ -10,8 +10,13 @@ Used by scripts/check_template.py.
   exactly those two more than it does without them, and nothing else
   changes (so no `*`); RouteKmsKeyArns likewise with `kms:GenerateDataKey`
   and `kms:Decrypt` on two keys.
+* The replay command's policy (ReplayPolicy) likewise: with
+  RouteTargetQueueArns (RouteKmsKeyArns) set, the same actions on exactly
+  those queues (keys) more, nothing else, since the replay sends where the
+  functions send.
 * With both lists empty (the defaults), no statement of any function's role
-  has an empty resource: the grants above are left out, not given on `""`.
+  nor of ReplayPolicy has an empty resource: the grants above are left out,
+  not given on `""`.
 * KinesisRoutes, S3Routes, ApiRoutes, RabbitMqRoutes (ROUTES_OF): each
   function's environment has `ROUTES`, the document exactly as its own
   parameter gives it, when that parameter is set, and no `ROUTES` when it
@@ -123,6 +128,34 @@ def empty_problems(out):
     return grants(out, {})[1]
 
 
+def replay_grants(out, overrides):
+    """{(action, resource)} the replay command's policy (ReplayPolicy)
+    allows, and its statements with an empty resource, for one set of
+    parameters."""
+    stack = Stack(out, overrides)
+    doc = stack.render(out["Resources"]["ReplayPolicy"]["Properties"]["PolicyDocument"])
+    pairs, empty = set(), []
+    for st in as_list(doc.get("Statement", [])):
+        resources = as_list(st.get("Resource", []))
+        if not resources or any(x in ("", None) for x in resources):
+            empty.append(f"ReplayPolicy: {st.get('Action')} on {st.get('Resource')!r}")
+        if st.get("Effect") == "Allow":
+            pairs |= {(a, x) for a in as_list(st.get("Action", [])) for x in resources}
+    return pairs, empty
+
+
+def replay_grant_problems(out, param, values, actions):
+    """With `param` set to `values`, what ReplayPolicy allows beyond or short
+    of its default grants plus `actions` on exactly `values` (the replay
+    sends where the functions send)."""
+    base, _ = replay_grants(out, {})
+    more, _ = replay_grants(out, {param: list(values)})
+    want = base | {(a, v) for a in actions for v in values}
+    if more == want:
+        return []
+    return [f"ReplayPolicy: missing {sorted(want - more)}, extra {sorted(more - want)}"]
+
+
 def environments(out, overrides):
     stack = Stack(out, overrides)
     return {n: stack.render(r["Properties"].get("Environment", {})).get("Variables", {})
@@ -231,9 +264,13 @@ def run(tpl, root, check, translate):
         p = grant_problems(out, param, values, actions)
         check(not p, f"{param} set to two: every function's role ({len(fns)}) grants {', '.join(actions)} "
                      "on exactly those, nothing else changes" + (f": {p}" if p else ""))
-    p = empty_problems(out)
-    check(not p, "with RouteTargetQueueArns and RouteKmsKeyArns empty, no role has a statement on an "
-                 "empty resource" + (f": {p}" if p else ""))
+    for param, values, actions, _ in GRANTS:
+        p = replay_grant_problems(out, param, values, actions)
+        check(not p, f"{param} set to two: the replay command's ReplayPolicy grants {', '.join(actions)} "
+                     "on exactly those, nothing else changes" + (f": {p}" if p else ""))
+    p = empty_problems(out) + replay_grants(out, {})[1]
+    check(not p, "with RouteTargetQueueArns and RouteKmsKeyArns empty, no role and not ReplayPolicy has a "
+                 "statement on an empty resource" + (f": {p}" if p else ""))
     p = routes_problems(tpl, out)
     check(not p, f"each function ({len(fns)}) has ROUTES exactly as its own parameter "
                  f"({', '.join(v[0] for v in ROUTES_OF.values())}) gives it when set, none when empty, "
@@ -270,6 +307,11 @@ def negative_tests(tpl, root, check, translate):
         stmts[i] = stmts[i]["Fn::If"][1]
         check(empty_problems(translate(bad)),
               f"negative: {fn}'s {condition} statement made unconditional fails the empty-resource check")
+        bad = copy.deepcopy(tpl)
+        stmts = bad["Resources"]["ReplayPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+        stmts[:] = [st for st in stmts if not (isinstance(st, dict) and st.get("Fn::If", [None])[0] == condition)]
+        check(replay_grant_problems(translate(bad), param, values, actions),
+              f"negative: ReplayPolicy without its {condition} statement fails the {param} check")
     routes_negative_tests(tpl, check, translate)
     mapping = [n for n, r in tpl["Resources"].items() if r.get("Type") == "AWS::Lambda::EventSourceMapping"][0]
     bad = copy.deepcopy(tpl)

@@ -50,6 +50,36 @@ fn rabbitmq_readme_table_matches_the_code() {
     );
 }
 
+/// The characters docs/configuration.md says SQS takes in a group id are
+/// exactly those the code keeps (every other value is hashed): the ASCII
+/// letters and digits and the punctuation it lists, and nothing else (no
+/// space, no control character, nothing outside ASCII).
+#[test]
+fn the_group_id_characters_the_docs_name_are_the_codes() {
+    use sqs_forwarder::message::fifo_id::{MAX_ID_CHARS, is_valid};
+    let text = readme("docs/configuration.md");
+    let lead = "or one\n  of the 32 punctuation characters `` ";
+    let start = text
+        .find(lead)
+        .unwrap_or_else(|| panic!("docs/configuration.md names the punctuation after {lead:?}"))
+        + lead.len();
+    let end = start + text[start..].find(" ``").expect("the list's closing ``");
+    let punctuation: Vec<char> = text[start..end].chars().collect();
+    assert_eq!(punctuation.len(), 32, "{punctuation:?}");
+    assert!(text.contains(&format!(
+        "SQS takes as a group id\n  1 to {MAX_ID_CHARS} characters"
+    )));
+    let named = |c: char| c.is_ascii_alphanumeric() || punctuation.contains(&c);
+    for c in (0u8..=127).map(char::from).chain(['é', 'α', '\u{a0}']) {
+        assert_eq!(
+            is_valid(&c.to_string()),
+            named(c),
+            "{c:?}: the docs and fifo_id::is_valid disagree"
+        );
+    }
+    assert!(!is_valid("acme corp"));
+}
+
 /// Every relative link in the project's Markdown files names a file that
 /// exists and, for a `#fragment` into a Markdown file, a heading there (as
 /// GitHub makes its anchors), so pages moved between the README, `docs/`

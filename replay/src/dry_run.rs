@@ -1,14 +1,16 @@
 //! `--dry-run`: everything a replay does up to the send, nothing after it.
 //!
 //! The entries are read, the ranges read back from the stream and mapped by
-//! the functions' own code, with the real queue's limits and rules; the
-//! `SendMessageBatch` calls and the offload puts go to these counters
-//! instead. Nothing is sent, stored or deleted.
+//! the functions' own code (the routing rules included), with each target
+//! queue's real limits and rules; the `SendMessageBatch` calls and the
+//! offload puts go to one set of counters per target queue instead
+//! ([`router`], [`Targets`]). Nothing is sent, stored or deleted.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqs_forwarder::call::transport::{BatchItem, BoxFuture, CallError, EntryResult};
+use sqs_forwarder::route::{Router, TargetCount};
 use sqs_forwarder::{Failure, Forwarder, PayloadStore, Transport};
 
 /// What a dry run would have sent.
@@ -74,6 +76,102 @@ impl PayloadStore for CountingStore {
             self.counts.offloaded.fetch_add(1, Ordering::SeqCst);
             Ok(())
         })
+    }
+}
+
+/// What a dry run would have sent to each target queue, in the order met.
+#[derive(Debug, Default)]
+pub struct Targets {
+    targets: Vec<Target>,
+}
+
+/// One target queue's counts.
+#[derive(Debug)]
+struct Target {
+    /// `default`, or its name in the routing rules.
+    name: String,
+    queue: String,
+    counts: Arc<Counts>,
+}
+
+impl Targets {
+    /// The counts of `queue`, made on first use under `name`.
+    fn counts(&mut self, name: &str, queue: &str) -> Arc<Counts> {
+        if let Some(t) = self.targets.iter().find(|t| t.queue == queue) {
+            return t.counts.clone();
+        }
+        let counts = Arc::new(Counts::default());
+        self.targets.push(Target {
+            name: name.to_owned(),
+            queue: queue.to_owned(),
+            counts: counts.clone(),
+        });
+        counts
+    }
+
+    /// One line per target queue: what would have been sent to it.
+    pub fn lines(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .map(|t| {
+                let offloaded = t.counts.offloaded();
+                format!(
+                    "would send to {} ({}): {} messages{}",
+                    t.name,
+                    t.queue,
+                    t.counts.messages(),
+                    if offloaded > 0 {
+                        format!(" ({offloaded} payloads offloaded to S3)")
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect()
+    }
+
+    /// Messages and offloaded payloads, all targets together.
+    pub fn totals(&self) -> (u64, u64) {
+        self.targets.iter().fold((0, 0), |(m, o), t| {
+            (m + t.counts.messages(), o + t.counts.offloaded())
+        })
+    }
+}
+
+/// A router with `real`'s rules, and each target's limits and rules, that
+/// counts instead of sending, per target queue (`default_queue`: the
+/// default target's, as the operator gave it); `offload_bucket`: the bucket
+/// pointers would name.
+pub fn router<T: Transport>(
+    real: &Router<T>,
+    default_queue: &str,
+    offload_bucket: Option<&str>,
+    targets: &mut Targets,
+) -> Result<Router<Counting>, TargetCount> {
+    let names: Vec<(&str, &str)> = std::iter::once(("default", default_queue))
+        .chain(real.routes().into_iter().flat_map(|r| {
+            r.targets()
+                .iter()
+                .map(|(name, url)| (name.as_str(), url.as_str()))
+        }))
+        .collect();
+    let mut counting: Vec<Forwarder<Counting>> = real
+        .targets()
+        .iter()
+        .zip(&names)
+        .map(|(f, (name, queue))| forwarder(f, offload_bucket, targets.counts(name, queue)))
+        .collect();
+    // A router always has its default target first.
+    let default = if counting.is_empty() {
+        let counts = targets.counts("default", default_queue);
+        forwarder(real.default_target(), offload_bucket, counts)
+    } else {
+        counting.remove(0)
+    };
+    let rest = counting;
+    match real.routes() {
+        Some(routes) => Router::new(routes.clone(), default, rest),
+        None => Ok(Router::single(default)),
     }
 }
 

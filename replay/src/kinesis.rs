@@ -1,11 +1,14 @@
 //! Replaying a Kinesis range: the records read back from the stream go
 //! through kinesis-to-sqs's own [`kinesis_to_sqs::Handler`], page by page, as
 //! Lambda would have delivered them, so bodies, attributes, KPL
-//! de-aggregation and FIFO group and deduplication ids are the function's
-//! (a FIFO target drops what already arrived within its five-minute
-//! deduplication window).
+//! de-aggregation, FIFO group and deduplication ids and the routing rules
+//! (filter, routes, shaping, each target's ids) are the function's (a FIFO
+//! target drops what already arrived within its five-minute deduplication
+//! window). A record the function could not send is named with its
+//! failure (a record the rules cannot shape: `ShapeFailed`).
 
 use base64::Engine as _;
+use kinesis_to_sqs::checkpoint::RecordOutcome;
 use kinesis_to_sqs::event::KinesisEvent;
 use serde_json::{Value, json};
 use sqs_forwarder::Transport;
@@ -21,8 +24,16 @@ pub struct RangeOutcome {
     /// Records kinesis-to-sqs reported sent (or left out by its own
     /// `PERMANENT_FAILURES=skip`).
     pub sent: u64,
+    /// Messages of the records sent that went nowhere: left out by the
+    /// routing rules (filtered out, unmatched under `"unmatched": "drop"`)
+    /// or dropped by `OVERSIZE_POLICY=drop`, as the function would.
+    pub dropped: u64,
     /// Records not sent: the count and the first one's sequence number.
     pub unsent: Option<(u64, String)>,
+    /// Why the first record not sent was not (its failure's code and
+    /// message, as kinesis-to-sqs has it: `ShapeFailed: body "/payload":
+    /// ...`), when known.
+    pub reason: Option<String>,
     /// What the stream no longer has, said loudly.
     pub lost: Option<String>,
     /// Reading stopped on an error a later run may not meet.
@@ -122,7 +133,9 @@ pub async fn replay<T: Transport>(
                 break;
             }
         };
-        match handler.handle(event, None).await {
+        let handled = handler.handle_for(event, None).await;
+        outcome.dropped += handled.messages.dropped as u64;
+        match handled.answer {
             Ok(answer) if answer.batch_item_failures.is_empty() => {
                 outcome.sent += n;
                 progress(n);
@@ -144,6 +157,14 @@ pub async fn replay<T: Transport>(
                 let sent = n.saturating_sub(failed);
                 outcome.sent += sent;
                 progress(sent);
+                outcome.reason = page
+                    .iter()
+                    .zip(&handled.records)
+                    .find(|(r, _)| r.sequence_number == first)
+                    .and_then(|(_, o)| match o {
+                        RecordOutcome::Failed(f) => Some(format!("{}: {}", f.code, f.message)),
+                        RecordOutcome::Done => None,
+                    });
                 outcome.unsent = Some((failed, first));
                 break;
             }

@@ -18,7 +18,10 @@
 //! stream, a Kafka topic, another function's event) are named and kept
 //! ([`other`]). The flow: [`entry`] (read an entry) → [`stream`] →
 //! [`kinesis`] or [`s3`] → [`run`] (delete, narrow or keep) → [`report`].
-//! `--dry-run` counts instead of sending ([`dry_run`]).
+//! `--dry-run` counts instead of sending, per target queue ([`dry_run`]).
+//! The functions' routing rules ([`routes`]) send each record where the
+//! function would have: kinesis-to-sqs's and s3-to-sqs's handlers are
+//! built on the same routers the functions build at cold start.
 //!
 //! It is a command, not a Lambda function: an operator runs it once the
 //! cause is fixed, watches its progress and reads its report; a long replay
@@ -30,6 +33,7 @@ pub mod kinesis;
 pub mod narrow;
 pub mod other;
 pub mod report;
+pub mod routes;
 pub mod run;
 pub mod s3;
 pub mod stream;

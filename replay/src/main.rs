@@ -2,15 +2,16 @@
 //! crate's README for what it does and the variables it reads.
 
 use std::io::IsTerminal as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use replay::report::{Progress, Totals};
+use replay::routes::{self, RouteFiles};
 use replay::stream::Streams;
 use replay::{Options, Replayer, SERVICE, dry_run};
-use sqs_forwarder::{Env, QueueReader, Transport, setup::startup};
+use sqs_forwarder::{Env, GroupIds, QueueReader, QueueTarget, Transport, setup::startup};
 
 /// Replay what the forwarder gave up on: take each entry of the on-failure
 /// queue (a Kinesis range, an S3 event), send what it stands for to the
@@ -18,9 +19,11 @@ use sqs_forwarder::{Env, QueueReader, Transport, setup::startup};
 /// all of it was sent.
 ///
 /// The target queue, role and offload settings are the functions' own
-/// variables (QUEUE_URL, ASSUME_ROLE_ARN, OVERSIZE_POLICY, ...; and
-/// kinesis-to-sqs's and s3-to-sqs's, such as BODY_FORMAT or MODE): set them
-/// as the stack sets them. Exit status: 0 when every entry taken was
+/// variables (QUEUE_URL, ASSUME_ROLE_ARN, OVERSIZE_POLICY, AGGREGATE, ...;
+/// and kinesis-to-sqs's and s3-to-sqs's, such as BODY_FORMAT or MODE): set
+/// them as the stack sets them. Routing rules (ROUTES) are applied as the
+/// functions apply them: give each function's document (--kinesis-routes,
+/// --s3-routes, or --routes for both). Exit status: 0 when every entry taken was
 /// replayed, 1 when some stay in the queue (failed, expired, unreadable,
 /// of another source, interrupted, the on-failure queue unreadable
 /// mid-way), 2 when it cannot start (a bad variable, the target or the
@@ -52,6 +55,18 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 10_000,
           value_parser = clap::value_parser!(i32).range(1..=10_000))]
     records_per_call: i32,
+    /// The routing rules (a file holding the ROUTES document) of both
+    /// functions, when they take the same; else the variable ROUTES.
+    #[arg(long, value_name = "FILE")]
+    routes: Option<PathBuf>,
+    /// kinesis-to-sqs's routing rules (the stack's KinesisRoutes), for
+    /// Kinesis ranges; else the variable KINESIS_ROUTES, else --routes.
+    #[arg(long, value_name = "FILE")]
+    kinesis_routes: Option<PathBuf>,
+    /// s3-to-sqs's routing rules (the stack's S3Routes), for S3 events;
+    /// else the variable S3_ROUTES, else --routes.
+    #[arg(long, value_name = "FILE")]
+    s3_routes: Option<PathBuf>,
 }
 
 fn cannot_start(error: &dyn std::fmt::Display) -> ExitCode {
@@ -88,11 +103,41 @@ async fn main() -> ExitCode {
         Ok(c) => c,
         Err(e) => return cannot_start(&e),
     };
-    let group_ids = sqs_forwarder::GroupIds::from_source(
-        kinesis.source_sets_group_ids() && s3.source_sets_group_ids(),
-    );
+    let files = RouteFiles {
+        both: args.routes.clone(),
+        kinesis: args.kinesis_routes.clone(),
+        s3: args.s3_routes.clone(),
+    };
+    let rules = match routes::read(&files, &env) {
+        Ok(r) => r,
+        Err(e) => return cannot_start(&e),
+    };
+    let kinesis_ids = GroupIds::from_source(kinesis.source_sets_group_ids());
+    let s3_ids = GroupIds::from_source(s3.source_sets_group_ids());
+    let group_ids =
+        GroupIds::from_source(kinesis.source_sets_group_ids() && s3.source_sets_group_ids());
     let started = match startup::start_with(config, SERVICE, group_ids).await {
         Ok(s) => s,
+        Err(e) => return cannot_start(&e),
+    };
+    // Each function's rules over the target queue and the queues they
+    // name, connected as the functions connect them (a target that cannot
+    // be used stops the start, naming it).
+    let connect = |rules, ids| {
+        startup::connect_router(
+            &started.sdk,
+            &started.config,
+            started.forwarder.clone(),
+            rules,
+            ids,
+        )
+    };
+    let kinesis_router = match connect(rules.kinesis, kinesis_ids).await {
+        Ok(r) => r,
+        Err(e) => return cannot_start(&e),
+    };
+    let s3_router = match connect(rules.s3, s3_ids).await {
+        Ok(r) => r,
         Err(e) => return cannot_start(&e),
     };
     // The on-failure queue and the stream are read with the tool's own
@@ -121,24 +166,34 @@ async fn main() -> ExitCode {
     };
     let streams = Streams::new(own);
     let totals = if args.dry_run {
-        let counts = Arc::new(dry_run::Counts::default());
+        let mut targets = dry_run::Targets::default();
         let bucket = started.config.offload.as_ref().map(|o| o.bucket.as_str());
-        let forwarder = dry_run::forwarder(&started.forwarder, bucket, counts.clone());
+        let default_queue = match &started.config.queue {
+            QueueTarget::Url(url) => url.clone(),
+            QueueTarget::Name { name, .. } => name.clone(),
+        };
+        let mut counting = |router| dry_run::router(router, &default_queue, bucket, &mut targets);
+        let (kinesis_router, s3_router) = match (counting(&kinesis_router), counting(&s3_router)) {
+            (Ok(k), Ok(s)) => (k, s),
+            (Err(e), _) | (_, Err(e)) => return cannot_start(&e),
+        };
         let replayer = Replayer {
-            kinesis: kinesis_to_sqs::Handler::new(kinesis, forwarder.clone()),
-            s3: s3_to_sqs::Handler::new(s3, forwarder, s3_client),
+            kinesis: kinesis_to_sqs::Handler::routed(kinesis, kinesis_router),
+            s3: s3_to_sqs::Handler::routed(s3, s3_router, s3_client),
             streams,
             queue,
             options,
         };
         let mut totals = go(replayer, visible).await;
-        totals.messages = counts.messages();
-        totals.offloaded = counts.offloaded();
+        (totals.messages, totals.offloaded) = targets.totals();
+        for line in targets.lines() {
+            println!("{line}");
+        }
         totals
     } else {
         let replayer = Replayer {
-            kinesis: kinesis_to_sqs::Handler::new(kinesis, started.forwarder.clone()),
-            s3: s3_to_sqs::Handler::new(s3, started.forwarder.clone(), s3_client),
+            kinesis: kinesis_to_sqs::Handler::routed(kinesis, kinesis_router),
+            s3: s3_to_sqs::Handler::routed(s3, s3_router, s3_client),
             streams,
             queue,
             options,

@@ -201,6 +201,12 @@ impl<T: Transport> Replayer<T> {
             o.read,
             self.sent_word()
         );
+        if o.dropped > 0 {
+            detail.push_str(&format!(
+                " ({} of their messages sent nowhere: left out by the routing rules, or OVERSIZE_POLICY=drop)",
+                o.dropped
+            ));
+        }
         let verdict = if let Some(lost) = &o.lost {
             detail = format!("{lost}; {detail}");
             if let Some((n, first)) = &o.unsent {
@@ -235,8 +241,12 @@ impl<T: Transport> Replayer<T> {
             self.replayed()
         } else {
             if let Some((n, first)) = &o.unsent {
+                let why = o.reason.as_deref().map_or_else(
+                    || " (the reasons are in the log lines above)".to_owned(),
+                    |r| format!("; the first: {r}"),
+                );
                 detail.push_str(&format!(
-                    "; {n} not sent, from sequence number {first} on (the reasons are in the log lines above)"
+                    "; {n} not sent, from sequence number {first} on{why}"
                 ));
             }
             if let Some(e) = &o.error {

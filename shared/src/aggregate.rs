@@ -32,10 +32,12 @@ pub const VERSION: &str = "1";
 
 /// Whether an aggregate ends after the record with this deduplication id:
 /// for about one record in [`CUT_EVERY`], chosen by the id alone (FNV-1a,
-/// a hash that never changes with the toolchain). Aggregates so cut are
-/// the same whichever record a retried batch starts from (a Kinesis retry
-/// from its checkpoint): past the first cut, the same records make the same
-/// aggregates with the same deduplication ids, which SQS deduplicates.
+/// a hash that never changes with the toolchain). The records between two
+/// such cuts are packed from the last one back, so their aggregates depend
+/// on where they end, not on where a run starts: a retried batch starting
+/// from a later record (a Kinesis retry from its checkpoint) makes the same
+/// aggregates with the same deduplication ids, which SQS deduplicates, but
+/// for its first one in each group.
 pub fn cuts_after(id: &str) -> bool {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in id.bytes() {

@@ -3,9 +3,11 @@
 //! test-only crates `tests/` and `fuzz/`) enable: the functions' binaries
 //! never carry it.
 
+pub mod cpu_cap;
 pub mod fake_sqs;
 pub mod http_proxy;
 pub mod runtime_api;
+pub mod slow_sqs;
 
 use crate::setup::env::{Allowed, Variable};
 

@@ -488,3 +488,69 @@ async fn a_retry_from_a_later_record_makes_the_same_fifo_aggregates_past_its_fir
         }
     }
 }
+
+#[tokio::test]
+async fn a_retry_from_any_record_adds_at_most_one_new_message_per_fifo_group() {
+    // Records of four groups interleaved, of uneven sizes, in aggregates
+    // small enough that size decides most cuts: a retry from any record
+    // (Lambda resending from a checkpoint) makes the first run's messages
+    // again, same deduplication ids, but for at most its first one in each
+    // group. SQS drops the others as duplicates.
+    const N: usize = 2_000;
+    let send = |from: usize| async move {
+        let sqs = FakeSqs::new();
+        let fanout = Fanout::new(fifo(&sqs, 2_048), Vec::new());
+        let items: Vec<Routed<usize>> = (from..N)
+            .map(|i| {
+                let pad = "x".repeat((i * 7_919) % 300);
+                let m = Message::new(format!("r{i}-{pad}"), i)
+                    .group_id(format!("tenant-{}", i % 4))
+                    .deduplication_id(format!(
+                        "49590338271490256608559692538361571095921575989136{i:06}"
+                    ));
+                Routed::To(0, m)
+            })
+            .collect();
+        let outcomes = run(&fanout, items).await;
+        assert!(outcomes.values().all(Outcome::is_sent));
+        delivered(&sqs)
+            .into_iter()
+            .map(|(s, r)| {
+                let group = s.group_id.clone().expect("a group");
+                (group, s.deduplication_id.clone().expect("an id"), r.len())
+            })
+            .collect::<Vec<_>>()
+    };
+    let first = send(0).await;
+    let seen: std::collections::HashSet<(String, String)> = first
+        .iter()
+        .map(|(g, id, _)| (g.clone(), id.clone()))
+        .collect();
+    eprintln!(
+        "MESSAGES {} records-in-aggregates {}",
+        first.len(),
+        first.iter().map(|f| f.2).sum::<usize>()
+    );
+    assert!(
+        first.len() > 100,
+        "size cuts many aggregates: {}",
+        first.len()
+    );
+    assert!(
+        first.iter().filter(|(_, _, n)| *n > 1).count() > 100,
+        "most messages are aggregates"
+    );
+    for from in [1, 13, 500, 1_007, 1_234, 1_500, 1_999] {
+        let retry = send(from).await;
+        let mut new: BTreeMap<String, usize> = BTreeMap::new();
+        for (group, id, _) in &retry {
+            if !seen.contains(&(group.clone(), id.clone())) {
+                *new.entry(group.clone()).or_default() += 1;
+            }
+        }
+        assert!(
+            new.values().all(|n| *n <= 1),
+            "from {from}: messages SQS would take again, by group: {new:?}"
+        );
+    }
+}

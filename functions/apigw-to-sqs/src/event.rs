@@ -21,6 +21,10 @@
 //! ([`leave_out_host`]) and the request is served; a path or query string
 //! that cannot form one still gets a `400 InvalidRequest`.
 //!
+//! A REST API event's `multiValueHeaders` win over its `headers`
+//! ([`crate::headers::prefer_multi_value`]), so a repeated header reads as
+//! every value.
+//!
 //! The event itself is read as an [`HttpEvent`], which never fails on JSON:
 //! an API Gateway-shaped event (an object with a `requestContext`) that
 //! `lambda_http` cannot read (a REST API event without
@@ -355,6 +359,7 @@ where
             }
         };
         let v2 = !matches!(request, LambdaRequest::ApiGatewayV1(_));
+        crate::headers::prefer_multi_value(&mut request);
         if let Some(r) = undecodable_body(&request) {
             return refused(v2, r);
         }

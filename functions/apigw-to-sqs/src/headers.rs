@@ -9,12 +9,23 @@
 //!
 //! A malformed value is a 400 that names the header, never its value.
 //!
+//! A REST API event (payload 1.0) carries each header twice: in `headers`
+//! (API Gateway keeps the last value of a repeated one) and in
+//! `multiValueHeaders` (every value, in order). `lambda_http` lets the
+//! former replace the latter, so a header sent twice would read as its last
+//! value. [`prefer_multi_value`] makes `multiValueHeaders` win wherever it
+//! names a header, before the event becomes a request: attributes, routing
+//! and the group, deduplication and delay headers all see every value. An
+//! HTTP API or function URL event (payload 2.0) has `headers` only, where
+//! API Gateway has already joined a repeated header's values with commas.
+//!
 //! What a FIFO queue needs (a group id, a deduplication id, no delay) is
 //! checked here against the one queue the request goes to. Under routing
 //! rules each message's queue is known only once the rules have read it:
 //! those checks are then the target's, per message ([`Targets::Routed`]).
 
 use lambda_http::http::{HeaderMap, HeaderName, StatusCode};
+use lambda_http::request::LambdaRequest;
 use sqs_forwarder::message::encode::{EncodeRules, check_attribute};
 use sqs_forwarder::message::limits::{MAX_DELAY_SECONDS, MAX_ID_CHARS};
 use sqs_forwarder::{Attribute, Body, Message};
@@ -43,6 +54,22 @@ pub struct Params {
     pub delay_seconds: Option<i32>,
     /// Attributes from `ATTRIBUTE_HEADERS`.
     pub attributes: Vec<Attribute>,
+}
+
+/// Make every header `multiValueHeaders` names read as all its values: in
+/// a REST API event, each such header of `headers` (one value, the last)
+/// is replaced by the list. Headers only in `headers` stay as they are;
+/// other events are left alone.
+pub fn prefer_multi_value(event: &mut LambdaRequest) {
+    let LambdaRequest::ApiGatewayV1(r) = event else {
+        return;
+    };
+    for name in r.multi_value_headers.keys() {
+        r.headers.remove(name);
+        for value in r.multi_value_headers.get_all(name) {
+            r.headers.append(name.clone(), value.clone());
+        }
+    }
 }
 
 fn invalid(header: &HeaderName, why: impl std::fmt::Display) -> Rejection {

@@ -4,8 +4,10 @@
 
 use aws_lambda_events::event::kinesis::KinesisEvent;
 use aws_lambda_events::event::streams::KinesisEventResponse;
+use std::cell::Cell;
+
 use sqs_forwarder::route::Router;
-use sqs_forwarder::{Forwarder, Transport};
+use sqs_forwarder::{Failure, Forwarder, Outcome, Routed, Summary, Transport};
 use tokio::time::Instant;
 
 use crate::checkpoint::{self, AnswerError};
@@ -55,6 +57,12 @@ impl<T: Transport> Handler<T> {
         event: KinesisEvent,
         deadline: Option<Instant>,
     ) -> Result<KinesisEventResponse, AnswerError> {
+        self.handle_for(event, deadline).await.answer
+    }
+
+    /// [`Handler::handle`], with what became of each record (for a caller
+    /// that says why a record was not sent: the replay command).
+    pub async fn handle_for(&self, event: KinesisEvent, deadline: Option<Instant>) -> Handled {
         let total = event.records.len();
         // With rules, messages carry FIFO ids when any target is FIFO; the
         // router takes them off those bound for a standard queue.
@@ -70,11 +78,29 @@ impl<T: Transport> Handler<T> {
 
         let mut tracker = checkpoint::Tracker::new(&infos);
         let router = &self.router;
-        let messages =
-            records::messages(event.records, &infos, &self.settings, fifo, router.routes())
-                .map(|(plan, message)| router.route(plan, message));
+        // Once the forwarder reports the deadline, it fails whatever it is
+        // handed: the records left are then handed over as one outcome each,
+        // without reading them into messages, so that the work after the
+        // deadline does not grow with what is left (a KPL record of 5,000
+        // user records is one step, not 5,000 messages built).
+        let late = Cell::new(false);
+        let mut messages =
+            records::messages(event.records, &infos, &self.settings, fifo, router.routes());
+        let items = std::iter::from_fn(|| {
+            if late.get() {
+                let left = messages.next_left()?;
+                return Some(Routed::Settled(left, Outcome::Failed(Failure::deadline())));
+            }
+            let (plan, message) = messages.next()?;
+            Some(router.route(plan, message))
+        });
         let tally = router
-            .forward(messages, deadline, |o| tracker.record(&o))
+            .forward(items, deadline, |o| {
+                if o.outcome.failure().is_some_and(Failure::is_deadline) {
+                    late.set(true);
+                }
+                tracker.record(&o);
+            })
             .await;
         let summary = tally.summary;
         let per_record = tracker.finish();
@@ -135,6 +161,22 @@ impl<T: Transport> Handler<T> {
                 );
             }
         }
-        answer.map(|a| a.response)
+        Handled {
+            answer: answer.map(|a| a.response),
+            records: per_record,
+            messages: summary,
+        }
     }
+}
+
+/// What [`Handler::handle_for`] did with a batch.
+#[derive(Debug, Clone)]
+pub struct Handled {
+    /// The answer Lambda gets ([`Handler::handle`]'s).
+    pub answer: Result<KinesisEventResponse, AnswerError>,
+    /// What became of each record, in the event's order.
+    pub records: Vec<checkpoint::RecordOutcome>,
+    /// The messages' outcomes, counted (`dropped`: sent nowhere, by the
+    /// routing rules or `OVERSIZE_POLICY=drop`).
+    pub messages: Summary,
 }

@@ -36,7 +36,7 @@ pub mod settings;
 
 pub use checkpoint::AnswerError;
 pub use error::InvocationError;
-pub use handler::Handler;
+pub use handler::{Handled, Handler};
 pub use lambda::Lambda;
 pub use settings::{Settings, VARIABLES};
 

@@ -328,6 +328,35 @@ impl Iterator for Messages<'_> {
     }
 }
 
+impl Messages<'_> {
+    /// Once the deadline has come: the next record, in event order, with
+    /// messages not handed over yet, read no further (a KPL aggregate's
+    /// user records are not decoded, no message is built), so that what is
+    /// left is reported at the cost of one step per record, however many
+    /// messages it would have made. `None` when no record is left.
+    pub fn next_left(&mut self) -> Option<Position> {
+        let whole = |record| Position {
+            record,
+            sub_sequence: None,
+        };
+        if let Some(current) = self.current.take() {
+            let messages = self.infos.get(current.record).map_or(0, |i| i.messages);
+            if (current.sub as usize) < messages {
+                return Some(whole(current.record));
+            }
+        }
+        loop {
+            let (index, _) = self.records.next()?;
+            // Found corrupt (failed already) or an aggregate of no user
+            // record: nothing of it is left to send.
+            match self.infos.get(index) {
+                Some(info) if info.failure.is_some() || info.messages == 0 => continue,
+                _ => return Some(whole(index)),
+            }
+        }
+    }
+}
+
 /// A user record [`inspect`] accepted but that could not be read again:
 /// impossible (the same bytes are decoded the same way twice), and never a
 /// panic: its empty body fails it (`EmptyBody`), so its record is reported,

@@ -1,8 +1,9 @@
 //! FIFO group and deduplication ids: one rule for what SQS takes, one way to
 //! make any value into an id it takes.
 //!
-//! SQS takes 1..=128 printable ASCII characters (letters, digits,
-//! punctuation) as a `MessageGroupId` or `MessageDeduplicationId`. A value
+//! SQS takes 1..=128 ASCII letters, digits and punctuation characters
+//! (``!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~``: 0x21..=0x7E, no space) as a
+//! `MessageGroupId` or `MessageDeduplicationId`. A value
 //! from an event (a partition key, a routing key, an object key) may be
 //! longer or hold anything; [`or_hashed`] keeps a value SQS takes as it is
 //! and replaces any other by a hash the caller chooses, so the same value

@@ -6,7 +6,7 @@
 //! | `MessagesIn` | messages handed to the forwarder |
 //! | `MessagesSent` | messages SQS accepted |
 //! | `MessagesFailed` | messages that ended failed (retryable or not) |
-//! | `MessagesDropped` | messages dropped by policy |
+//! | `MessagesDropped` | messages dropped by policy (`OVERSIZE_POLICY=drop`); not the records the rules skip, counted under `FilteredOut` and `Unmatched` only |
 //! | `BatchesSent` | `SendMessageBatch` calls made |
 //! | `BytesSent` | bytes (as SQS counts them) of accepted messages |
 //! | `Retries` | entries put back for another attempt |
@@ -22,7 +22,7 @@ pub const MESSAGES_IN: &str = "MessagesIn";
 pub const MESSAGES_SENT: &str = "MessagesSent";
 /// Messages that ended failed.
 pub const MESSAGES_FAILED: &str = "MessagesFailed";
-/// Messages dropped by policy.
+/// Messages dropped by policy (not the records the rules skip).
 pub const MESSAGES_DROPPED: &str = "MessagesDropped";
 /// Calls made.
 pub const BATCHES_SENT: &str = "BatchesSent";

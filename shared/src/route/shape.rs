@@ -128,6 +128,10 @@ fn body<V: RecordView>(record: &Record<'_, V>, pointer: &str) -> Result<String, 
         return Err(fault(format!("body {pointer:?}: {why}")));
     };
     match json.pointer(pointer) {
+        // `null` counts as not there, as everywhere in the rules.
+        Some(Value::Null) => Err(fault(format!(
+            "body {pointer:?}: the field is null (null counts as not there)"
+        ))),
         Some(value) => Ok(json_text(value).into_owned()),
         None => Err(fault(format!(
             "body {pointer:?}: the record's data has no such field"

@@ -24,16 +24,19 @@
 //! FIFO: an aggregate's deduplication id is a hash of its records' own
 //! ids, so the same records aggregated again (a retried invocation) are
 //! deduplicated by SQS; records without ids leave it to content-based
-//! deduplication. Aggregates of records with ids also end where a record's
-//! id says ([`crate::aggregate::cuts_after`]), so that a retry starting from another record
-//! makes the same aggregates again after its first such cut.
+//! deduplication. Records with ids are held until a record's id ends their
+//! segment ([`crate::aggregate::cuts_after`]) and packed from its end back
+//! ([`cuts`], [`by_id`]), so their aggregates do not depend on where the
+//! run started: a retry starting from another record makes the first run's
+//! aggregates again, but for its first one in each group.
 //!
 //! Memory: the open aggregates hold at most half the window's bytes and
-//! [`MAX_OPEN`] aggregates; past that the oldest is handed on.
+//! [`MAX_OPEN`] aggregates; past that the oldest is handed on (a group so
+//! handed on early, or a run that ends, is cut there).
 
 use std::collections::VecDeque;
 
-use sha2::{Digest, Sha256};
+use sha2::Digest;
 use tokio::time::Instant;
 
 use super::outcome::{MessageOutcome, Summary};
@@ -47,6 +50,11 @@ use crate::message::encode::{Entry, prepare};
 use crate::message::limits::message_size;
 use crate::send::codes;
 use crate::send::outcome::{Failure, Outcome};
+
+mod by_id;
+mod cuts;
+
+use by_id::{ById, Next};
 
 /// Most aggregates open at once (one per target, group and delay).
 pub const MAX_OPEN: usize = 64;
@@ -86,21 +94,45 @@ where
     }
 }
 
-/// One aggregate being filled.
+/// One group's aggregate being filled (per target, group and delay).
 struct Open<P> {
+    group: Group,
+    fill: Fill<P>,
+}
+
+/// What an aggregate of one group is sent with.
+struct Group {
     target: usize,
     group_id: Option<String>,
     delay_seconds: Option<i32>,
-    /// The body so far, without its closing.
-    body: Vec<u8>,
-    positions: Vec<P>,
-    /// The first record, kept while it is the only one (then it goes as it
-    /// is).
-    first: Option<Entry>,
-    /// The records' deduplication ids so far; `None` once one has none.
-    ids: Option<Sha256>,
-    /// Most bytes of the body, closing included.
+    /// Most bytes of an aggregate's body, closing included.
     budget: usize,
+}
+
+/// How an open aggregate is filled.
+enum Fill<P> {
+    /// Records without deduplication ids, in order: the aggregate goes when
+    /// the next record would not fit.
+    Packed {
+        /// The body so far, without its closing.
+        body: Vec<u8>,
+        positions: Vec<P>,
+        /// The first record, kept while it is the only one (then it goes
+        /// as it is).
+        first: Option<Entry>,
+    },
+    /// Records with deduplication ids, held until their segment ends.
+    ById(ById<P>),
+}
+
+impl<P> Open<P> {
+    /// The bytes it holds.
+    fn bytes(&self) -> usize {
+        match &self.fill {
+            Fill::Packed { body, .. } => body.len(),
+            Fill::ById(held) => held.bytes(),
+        }
+    }
 }
 
 /// The source's records, aggregated where their target says so.
@@ -183,14 +215,21 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
         let alone = record(&mut written, &entry).is_err()
             || (fwd.offloads() && fwd.settings.offload.offloads(entry.size, limit))
             || OPEN.len() + written.len() + CLOSE.len() > budget;
+        let by_id = entry.deduplication_id.is_some();
         let at = self.open.iter().position(|o| {
-            o.target == target
-                && o.group_id == entry.group_id
-                && o.delay_seconds == entry.delay_seconds
+            o.group.target == target
+                && o.group.group_id == entry.group_id
+                && o.group.delay_seconds == entry.delay_seconds
         });
+        // The group's open aggregate goes first when this record goes
+        // alone, is of the other kind, or (without ids) would not fit.
         let at = match at {
+            Some(i) if alone || by_id != matches!(self.open[i].fill, Fill::ById(_)) => {
+                self.close(i);
+                None
+            }
             Some(i)
-                if alone || self.open[i].body.len() + 1 + written.len() + CLOSE.len() > budget =>
+                if !by_id && self.open[i].bytes() + 1 + written.len() + CLOSE.len() > budget =>
             {
                 self.close(i);
                 None
@@ -203,106 +242,137 @@ impl<'a, T: Transport, P, I: Iterator<Item = Routed<P>>> Packer<'a, T, P, I> {
                 .ready
                 .push_back(Item::Prepared(target, vec![position], entry));
         }
-        let cut = entry.deduplication_id.as_deref().is_some_and(cuts_after);
-        let at = match at {
-            Some(i) => {
-                let open = &mut self.open[i];
-                open.body.push(b',');
-                open.body.extend_from_slice(&written);
-                open.positions.push(position);
-                open.first = None;
-                add_id(&mut open.ids, entry.deduplication_id.as_deref());
-                self.open_bytes += 1 + written.len();
-                i
-            }
-            None => {
-                let mut body = Vec::with_capacity(budget.min(written.len() * 16 + OPEN.len()));
-                body.extend_from_slice(OPEN.as_bytes());
-                body.extend_from_slice(&written);
-                self.open_bytes += body.len();
-                let mut ids = Some(Sha256::new());
-                add_id(&mut ids, entry.deduplication_id.as_deref());
-                self.open.push(Open {
-                    target,
-                    group_id: entry.group_id.clone(),
-                    delay_seconds: entry.delay_seconds,
-                    body,
-                    positions: vec![position],
-                    first: Some(entry),
-                    ids,
-                    budget,
-                });
-                while self.open.len() > MAX_OPEN
-                    || (self.open_bytes > self.max_open_bytes && self.open.len() > 1)
-                {
-                    self.close(0);
+        let at = at.unwrap_or_else(|| {
+            let fill = if by_id {
+                Fill::ById(ById::new(budget))
+            } else {
+                Fill::Packed {
+                    body: Vec::with_capacity(budget.min(written.len() * 16 + OPEN.len())),
+                    positions: Vec::new(),
+                    first: None,
                 }
-                self.open.len() - 1
+            };
+            let group = Group {
+                target,
+                group_id: entry.group_id.clone(),
+                delay_seconds: entry.delay_seconds,
+                budget,
+            };
+            self.open.push(Open { group, fill });
+            self.open.len() - 1
+        });
+        let open = &mut self.open[at];
+        let before = open.bytes();
+        match &mut open.fill {
+            Fill::Packed {
+                body,
+                positions,
+                first,
+            } => {
+                if positions.is_empty() {
+                    body.extend_from_slice(OPEN.as_bytes());
+                    *first = Some(entry);
+                } else {
+                    body.push(b',');
+                    *first = None;
+                }
+                body.extend_from_slice(&written);
+                positions.push(position);
             }
-        };
+            Fill::ById(held) => {
+                let cut = entry.deduplication_id.as_deref().is_some_and(cuts_after);
+                held.push(&written, entry, position);
+                if cut {
+                    self.open_bytes = (self.open_bytes + open.bytes()).saturating_sub(before);
+                    self.scratch = written;
+                    return self.close(at);
+                }
+            }
+        }
+        self.open_bytes = (self.open_bytes + open.bytes()).saturating_sub(before);
         self.scratch = written;
-        if cut {
-            self.close(at);
+        while self.open.len() > MAX_OPEN
+            || (self.open_bytes > self.max_open_bytes && self.open.len() > 1)
+        {
+            self.close(0);
         }
     }
 
-    /// Hand on the open aggregate at `i`: as an aggregate, or as its one
-    /// record.
+    /// Hand on what the open aggregate at `i` holds: as aggregates, or as
+    /// single records.
     fn close(&mut self, i: usize) {
         let open = self.open.remove(i);
-        self.open_bytes = self.open_bytes.saturating_sub(open.body.len());
-        let item = match open.first {
-            Some(first) => Item::Prepared(open.target, open.positions, first),
-            None => {
-                let mut body = open.body;
-                body.extend_from_slice(CLOSE.as_bytes());
-                debug_assert!(body.len() <= open.budget);
-                // Only UTF-8 was written into it.
-                let body = match String::from_utf8(body) {
-                    Ok(body) => body,
-                    Err(e) => {
-                        let failure = Failure::permanent(
-                            codes::REQUEST_CONSTRUCTION_FAILED,
-                            format!("an aggregate's body is not UTF-8: {e}"),
-                        );
-                        let settled = Routed::Settled(open.positions, Outcome::Failed(failure));
-                        return self.ready.push_back(Item::Routed(settled));
-                    }
-                };
-                let attributes = vec![marker()];
-                let size = message_size(&body, &attributes);
-                let deduplication_id = open
-                    .ids
-                    .map(|h| crate::message::fifo_id::hashed("agg-", h.finalize()));
-                Item::Prepared(
-                    open.target,
-                    open.positions,
-                    Entry {
-                        body,
-                        attributes,
-                        group_id: open.group_id,
-                        deduplication_id,
-                        delay_seconds: open.delay_seconds,
-                        encoded: false,
-                        size,
-                    },
-                )
+        self.open_bytes = self.open_bytes.saturating_sub(open.bytes());
+        match open.fill {
+            Fill::Packed {
+                positions,
+                first: Some(first),
+                ..
+            } => {
+                self.ready
+                    .push_back(Item::Prepared(open.group.target, positions, first));
             }
-        };
-        self.ready.push_back(item);
+            Fill::Packed {
+                body,
+                positions,
+                first: None,
+            } => {
+                let next = Next::Many {
+                    body,
+                    positions,
+                    ids: None,
+                };
+                self.ready.push_back(item(&open.group, next));
+            }
+            Fill::ById(held) => {
+                let ready = &mut self.ready;
+                held.take_all(|next| ready.push_back(item(&open.group, next)));
+            }
+        }
     }
 }
 
-/// Add a record's deduplication id to its aggregate's: `None` once a
-/// record has none.
-fn add_id(ids: &mut Option<Sha256>, id: Option<&str>) {
-    match (ids.as_mut(), id) {
-        (Some(h), Some(id)) => {
-            h.update(id.as_bytes());
-            h.update(b"\n");
+/// What the run gets for what a group hands on: a record as it is, or an
+/// aggregate (its body without its closing, its records' positions, the
+/// hash of their deduplication ids when they all have one).
+fn item<P>(group: &Group, next: Next<P>) -> Item<Vec<P>> {
+    let (mut body, positions, ids) = match next {
+        Next::One(position, entry) => return Item::Prepared(group.target, vec![position], entry),
+        Next::Many {
+            body,
+            positions,
+            ids,
+        } => (body, positions, ids),
+    };
+    body.extend_from_slice(CLOSE.as_bytes());
+    debug_assert!(body.len() <= group.budget);
+    // Only UTF-8 was written into it.
+    let body = match String::from_utf8(body) {
+        Ok(body) => body,
+        Err(e) => {
+            let failure = Failure::permanent(
+                codes::REQUEST_CONSTRUCTION_FAILED,
+                format!("an aggregate's body is not UTF-8: {e}"),
+            );
+            return Item::Routed(Routed::Settled(positions, Outcome::Failed(failure)));
         }
-        _ => *ids = None,
-    }
+    };
+    let attributes = vec![marker()];
+    let size = message_size(&body, &attributes);
+    let deduplication_id = ids.map(|h| crate::message::fifo_id::hashed("agg-", h.finalize()));
+    Item::Prepared(
+        group.target,
+        positions,
+        Entry {
+            body,
+            attributes,
+            group_id: group.group_id.clone(),
+            deduplication_id,
+            delay_seconds: group.delay_seconds,
+            encoded: false,
+            size,
+        },
+    )
 }
 
 /// The bytes SQS counts for [`marker`]: name, data type, value.

@@ -129,6 +129,29 @@ impl Failure {
         Failure::new(code, message, true)
     }
 
+    /// The invocation's deadline (less the margin) came before the message
+    /// was sent ([`codes::DEADLINE_EXCEEDED`], transient): what the
+    /// forwarder reports for each message it did not send by then, and what
+    /// a source reports for what it did not hand over.
+    pub fn deadline() -> Self {
+        Failure::transient(
+            codes::DEADLINE_EXCEEDED,
+            "the invocation's deadline came before this message could be sent",
+        )
+    }
+
+    /// The forwarder could not schedule the message
+    /// ([`codes::UNSCHEDULABLE`], transient): impossible by construction,
+    /// reported rather than hung on; `target`: a target index the run does
+    /// not have (a caller's bug).
+    pub fn unschedulable(target: Option<usize>) -> Self {
+        let message = match target {
+            Some(t) => format!("no target queue {t} in this forwarder"),
+            None => "the forwarder could not schedule this message".to_owned(),
+        };
+        Failure::transient(codes::UNSCHEDULABLE, message)
+    }
+
     /// Whether the invocation's deadline (less the margin) came before the
     /// message was sent ([`codes::DEADLINE_EXCEEDED`]): a source that
     /// answers a caller says "try again" rather than "SQS is down".

@@ -69,6 +69,8 @@ pub(super) struct Run<'a, T, P, F> {
     /// Messages and bytes held (pending, queued, in a call or a put).
     held: Held,
     next_index: usize,
+    /// Outcomes the caller settled as dropped (its rules skipped them).
+    skipped: usize,
     pub tally: Tally,
 }
 
@@ -95,6 +97,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             queued: VecDeque::new(),
             held: Held::default(),
             next_index: 0,
+            skipped: 0,
             tally: Tally::default(),
         }
     }
@@ -108,7 +111,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             for routed in source {
                 let position = routed.into_position();
                 self.next_index();
-                self.report(position, unschedulable(), 0);
+                self.report(position, Outcome::Failed(Failure::unschedulable(None)), 0);
             }
             return self.finish();
         };
@@ -132,8 +135,12 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     for routed in source.by_ref() {
                         self.next_index();
                         match routed {
-                            Item::Routed(Routed::Settled(p, outcome)) => self.report(p, outcome, 0),
-                            other => self.report(other.into_position(), deadline_exceeded(), 0),
+                            Item::Routed(Routed::Settled(p, outcome)) => self.settled(p, outcome),
+                            other => self.report(
+                                other.into_position(),
+                                Outcome::Failed(Failure::deadline()),
+                                0,
+                            ),
                         }
                     }
                     exhausted = true;
@@ -148,7 +155,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
                     }
                     Some(Item::Routed(Routed::Settled(position, outcome))) => {
                         self.next_index();
-                        self.report(position, outcome, 0);
+                        self.settled(position, outcome);
                     }
                     None => exhausted = true,
                 }
@@ -242,7 +249,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             match done {
                 Some(Done::Call(batch, result)) => {
                     calls -= 1;
-                    calls_bytes = calls_bytes.saturating_sub(batch_bytes(&batch));
+                    calls_bytes = calls_bytes.saturating_sub(super::slot::batch_bytes(&batch));
                     self.release_groups(&batch);
                     if let Some(at) = self.settle(batch, result) {
                         self.wakes.push(Reverse(at));
@@ -285,7 +292,11 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         let Some(fwd) = self.targets.get(target) else {
             // A target index the run does not have: a caller's bug, never a
             // panic (the routing rules only name configured targets).
-            return self.report(message.position, unknown_target(target), 0);
+            return self.report(
+                message.position,
+                Outcome::Failed(Failure::unschedulable(Some(target))),
+                0,
+            );
         };
         let (position, prepared) = prepare(message, &fwd.rules);
         self.admit_entry(target, index, position, prepared);
@@ -301,7 +312,11 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         prepared: Result<Entry, Failure>,
     ) {
         let Some(fwd) = self.targets.get(target) else {
-            return self.report(position, unknown_target(target), 0);
+            return self.report(
+                position,
+                Outcome::Failed(Failure::unschedulable(Some(target))),
+                0,
+            );
         };
         let rules = &fwd.rules;
         let settings = &fwd.settings;
@@ -377,6 +392,13 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         });
     }
 
+    /// Report an outcome the caller settled; a record its rules dropped
+    /// (`FilteredOut`, `Unmatched`, counted there) is not `MessagesDropped`.
+    fn settled(&mut self, position: P, outcome: Outcome) {
+        self.skipped += usize::from(matches!(outcome, Outcome::Dropped { .. }));
+        self.report(position, outcome, 0);
+    }
+
     /// Settle a held message: it leaves the window with its outcome.
     pub fn settle_slot(&mut self, slot: Slot<P>, outcome: Outcome, attempts: u32) {
         self.held.messages = self.held.messages.saturating_sub(1);
@@ -444,7 +466,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
             for index in expired {
                 if let Some(slot) = self.pending[t].remove(&index) {
                     let calls = slot.calls;
-                    self.settle_slot(slot, deadline_exceeded(), calls);
+                    self.settle_slot(slot, Outcome::Failed(Failure::deadline()), calls);
                 }
             }
         }
@@ -454,7 +476,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         for t in 0..self.pending.len() {
             for (_, slot) in std::mem::take(&mut self.pending[t]) {
                 let calls = slot.calls;
-                self.settle_slot(slot, unschedulable(), calls);
+                self.settle_slot(slot, Outcome::Failed(Failure::unschedulable(None)), calls);
             }
         }
         self.queued.clear();
@@ -470,34 +492,7 @@ impl<'a, T: Transport, P, F: FnMut(MessageOutcome<P>)> Run<'a, T, P, F> {
         m::messages_in(self.tally.messages);
         m::messages_sent(s.sent);
         m::messages_failed(s.failed_retryable + s.failed_permanent);
-        m::messages_dropped(s.dropped);
+        m::messages_dropped(s.dropped.saturating_sub(self.skipped));
         self.tally
     }
-}
-
-fn unschedulable() -> Outcome {
-    Outcome::Failed(Failure::transient(
-        crate::send::codes::UNSCHEDULABLE,
-        "the forwarder could not schedule this message",
-    ))
-}
-
-fn unknown_target(target: usize) -> Outcome {
-    Outcome::Failed(Failure::transient(
-        crate::send::codes::UNSCHEDULABLE,
-        format!("no target queue {target} in this forwarder"),
-    ))
-}
-
-fn deadline_exceeded() -> Outcome {
-    Outcome::Failed(Failure::transient(
-        crate::send::codes::DEADLINE_EXCEEDED,
-        "the invocation's deadline came before this message could be sent",
-    ))
-}
-
-/// The bytes of a call's entries, as SQS counts them (what
-/// [`Run::picked_bytes`] counted when it started).
-fn batch_bytes<P>(batch: &Batch<P>) -> usize {
-    batch.iter().map(|(_, slot)| slot.entry.size).sum()
 }

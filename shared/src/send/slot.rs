@@ -46,6 +46,12 @@ pub(super) enum Staging {
 /// One call's entries, by read index.
 pub(super) type Batch<P> = Vec<(usize, Slot<P>)>;
 
+/// The bytes of a call's entries, as SQS counts them (what the run counted
+/// when it started the call).
+pub(super) fn batch_bytes<P>(batch: &Batch<P>) -> usize {
+    batch.iter().map(|(_, slot)| slot.entry.size).sum()
+}
+
 /// A call's answer: one result per entry id, or why the call failed.
 pub(super) type CallResult = Result<Vec<(String, EntryResult)>, CallError>;
 

@@ -326,6 +326,11 @@ impl FunctionProcess {
         Some(kib * 1024)
     }
 
+    /// The process id, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// The exit code, if the process ended within `within`.
     pub async fn exit_code(&mut self, within: Duration) -> Option<i32> {
         match tokio::time::timeout(within, self.child.wait()).await {

@@ -339,3 +339,40 @@ fn odd_partition_keys_do_not_fail_the_record() {
     assert_eq!(m.group_id.as_deref(), Some(&*sqs_id("a\u{1}b")));
     assert!(m.group_id.as_deref().is_some_and(|g| g.starts_with("md5-")));
 }
+
+#[test]
+fn after_the_deadline_what_is_left_is_one_position_per_record() {
+    let seq = |i: u32| format!("4959033827149025660855969253836157109592157598913658{i:04}");
+    let users = crate::kpl::aggregate(&[("a", b"1"), ("b", b"2"), ("c", b"3")]);
+    let corrupt = [&crate::kpl::MAGIC[..], b"not an aggregate"].concat();
+    let empty = crate::kpl::aggregate(&[]);
+    let event = records(vec![
+        record("p", &seq(0), b"plain"),
+        record("p", &seq(1), &users),
+        record("p", &seq(2), &corrupt),
+        record("p", &seq(3), &empty),
+        record("p", &seq(4), &users),
+        record("p", &seq(5), b"plain"),
+    ]);
+    let settings = Settings::default();
+    let infos = inspect(&event, &settings);
+    let mut iter = messages(event, &infos, &settings, false, None);
+    // The plain record and the first user record are handed over...
+    let handed: Vec<Position> = iter.by_ref().take(2).map(|(_, m)| m.position).collect();
+    assert_eq!(handed[1].sub_sequence, Some(0));
+    // ...then the deadline: the aggregate being read once, the corrupt one
+    // (failed already) and the one of no user record not at all, the
+    // others once each, without their user records.
+    let left: Vec<Position> = std::iter::from_fn(|| iter.next_left()).collect();
+    let whole = |record| Position {
+        record,
+        sub_sequence: None,
+    };
+    assert_eq!(left, [whole(1), whole(4), whole(5)]);
+    // An aggregate read to its end is not left.
+    let event = records(vec![record("p", &seq(0), &users)]);
+    let infos = inspect(&event, &settings);
+    let mut iter = messages(event, &infos, &settings, false, None);
+    assert_eq!(iter.by_ref().count(), 3);
+    assert_eq!(iter.next_left(), None);
+}

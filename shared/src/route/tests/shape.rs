@@ -49,6 +49,18 @@ fn a_body_that_cannot_be_read_is_a_fault_naming_the_pointer() {
     assert_eq!(not_json, "body \"/payload\": the record's data is not JSON");
     let no_data = fault(decide(&r, &Rec::default()));
     assert_eq!(no_data, "body \"/payload\": the record has no data");
+    // `null` counts as not there: no body of the text `null`.
+    let null = fault(decide(&r, &Rec::json(r#"{"payload": null}"#)));
+    assert_eq!(
+        null,
+        "body \"/payload\": the field is null (null counts as not there)"
+    );
+    let whole = routes(r#"{"body": ""}"#);
+    let null_document = fault(decide(&whole, &Rec::json("null")));
+    assert_eq!(
+        null_document,
+        "body \"\": the field is null (null counts as not there)"
+    );
 }
 
 #[test]
