@@ -7,6 +7,7 @@ use std::time::Duration;
 use lambda_http::http::{HeaderValue, Method, Response, StatusCode, header};
 use lambda_http::{Body, Request, RequestExt};
 use sqs_forwarder::route::Router;
+use sqs_forwarder::send::codes::EMPTY_BODY;
 use sqs_forwarder::{Forwarder, MessageOutcome, OversizePolicy, Routed, Skip, Transport};
 
 use crate::body::{self, SplitLimits};
@@ -240,7 +241,7 @@ impl<T: Transport> Handler<T> {
         if len == 0 {
             return Err(Rejection::new(
                 StatusCode::LENGTH_REQUIRED,
-                "EmptyBody",
+                EMPTY_BODY,
                 "the request has no body; send the message as the body",
             ));
         }

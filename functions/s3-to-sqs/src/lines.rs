@@ -15,6 +15,7 @@
 use std::io;
 
 use sqs_forwarder::route::Router;
+use sqs_forwarder::send::codes::MESSAGE_TOO_LARGE;
 use sqs_forwarder::{Failure, Outcome, Routed, Transport};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::time::Instant;
@@ -227,7 +228,7 @@ where
                 report.failures.push((
                     line.number,
                     Failure::permanent(
-                        "MessageTooLarge",
+                        MESSAGE_TOO_LARGE,
                         format!(
                             "the line is {} bytes; lines mode reads at most {} bytes of a line (the queue's limit), also when offloading to S3",
                             line.len, largest

@@ -2,6 +2,7 @@
 //! error beside the results when that status is one.
 
 use lambda_http::http::StatusCode;
+use sqs_forwarder::send::codes::{DEADLINE_EXCEEDED, MESSAGE_TOO_LARGE};
 use sqs_forwarder::{Cause, Failure, MessageOutcome};
 
 use super::ErrorBody;
@@ -95,7 +96,7 @@ pub fn verdict(outcomes: &[MessageOutcome<usize>]) -> (StatusCode, Option<ErrorB
             StatusCode::SERVICE_UNAVAILABLE,
             if deadline {
                 error(
-                    "DeadlineExceeded",
+                    DEADLINE_EXCEEDED,
                     format!(
                         "the request ran out of time; none of the {n} messages was sent: retry after the Retry-After delay"
                     ),
@@ -114,7 +115,7 @@ pub fn verdict(outcomes: &[MessageOutcome<usize>]) -> (StatusCode, Option<ErrorB
     if all(&[Class::TooLarge]) {
         return (
             StatusCode::PAYLOAD_TOO_LARGE,
-            error("MessageTooLarge", Class::TooLarge.client_message(first)),
+            error(MESSAGE_TOO_LARGE, Class::TooLarge.client_message(first)),
         );
     }
     if all(&[Class::BadInput]) {
