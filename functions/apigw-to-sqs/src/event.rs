@@ -7,7 +7,8 @@
 //! that is not valid base64 panics inside its adapter, before any handler
 //! runs (and with the release profile's `panic = "abort"`, ends the process,
 //! which API Gateway answers with a 502). Lambda, API Gateway, function
-//! URLs and load balancers never send such an event, but a test event, a proxy or a replay may.
+//! URLs and load balancers never send such an event, but a test event, a
+//! proxy or a replay may.
 //! It also builds the request URI from the `Host` header (or the domain
 //! name), `X-Forwarded-Proto`, the path and the query string (a load
 //! balancer's decoded first, as it sends it undecoded) with `unwrap`
@@ -34,10 +35,9 @@
 //! `requestContext`) that `lambda_http` cannot read (a REST API event
 //! without `requestContext.httpMethod`, say) gets a `400 InvalidEvent`
 //! rather than an invocation error, which API Gateway or the load balancer
-//! would answer with a 502; any other
-//! event (an S3 notification sent to the wrong function) fails the
-//! invocation with the error type `ApigwToSqs.InvalidEvent`
-//! ([`NotAnHttpEvent`]).
+//! would answer with a 502; any other event (an S3 notification sent to the
+//! wrong function) fails the invocation with the error type
+//! `ApigwToSqs.InvalidEvent` ([`NotAnHttpEvent`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -106,8 +106,9 @@ pub fn undecodable_body(event: &LambdaRequest) -> Option<Rejection> {
 
 /// An event as the function reads it: a request `lambda_http` can take, an
 /// API Gateway- or load balancer-shaped event it cannot (answered
-/// `400 InvalidEvent`), or no HTTP event at all (the invocation fails, [`NotAnHttpEvent`]). Reading it
-/// fails only on a payload that is not JSON, which Lambda never sends.
+/// `400 InvalidEvent`), or no HTTP event at all (the invocation fails,
+/// [`NotAnHttpEvent`]). Reading it fails only on a payload that is not
+/// JSON, which Lambda never sends.
 #[derive(Debug)]
 pub enum HttpEvent {
     /// A request from API Gateway, a function URL or a load balancer.
@@ -147,7 +148,7 @@ impl HttpEvent {
             version: Option<&'a RawValue>,
         }
         #[derive(Deserialize)]
-        struct Context<'a> {
+        struct ContextShape<'a> {
             #[serde(default, borrow)]
             elb: Option<&'a RawValue>,
         }
@@ -159,14 +160,15 @@ impl HttpEvent {
         else {
             return HttpEvent::NotHttp;
         };
-        let alb = serde_json::from_str::<Context<'_>>(context.get()).is_ok_and(|c| c.elb.is_some());
+        let from_elb =
+            serde_json::from_str::<ContextShape<'_>>(context.get()).is_ok_and(|c| c.elb.is_some());
         let v2 = shape
             .and_then(|s| s.version)
             .is_some_and(|v| v.get() == r#""2.0""#);
         use lambda_http::aws_lambda_events::{alb, apigw};
         use sqs_forwarder::event_reader::read;
         // The reader of the payload it claims, for the field at fault.
-        let (format, why) = match (alb, v2) {
+        let (format, why) = match (from_elb, v2) {
             (true, _) => (Format::Alb, read::<alb::AlbTargetGroupRequest>(json).err()),
             (false, true) => (
                 Format::Http,
