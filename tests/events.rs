@@ -60,7 +60,7 @@ fn parse(name: &str, text: &str) -> Result<String, String> {
         "invocation record (requestPayload: S3Event)"
     } else if name.starts_with("apigw-") {
         lambda_http::request::from_str(text).map_err(e)?;
-        "API Gateway / function URL request"
+        "API Gateway / function URL / load balancer request"
     } else if name == "rabbitmq-amazon-mq.json" {
         let ev: RabbitMqEvent = serde_json::from_str(text).map_err(e)?;
         if ev.messages_by_queue.is_empty() {

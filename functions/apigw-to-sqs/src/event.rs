@@ -1,12 +1,17 @@
-//! The Lambda event, before `lambda_http` turns it into a request.
+//! The Lambda event, before `lambda_http` turns it into a request: a REST
+//! API (payload 1.0), HTTP API or function URL (payload 2.0) or Application
+//! Load Balancer target-group event, each answered in its own format
+//! ([`Format`]).
 //!
 //! `lambda_http` decodes an `isBase64Encoded` body with an `expect`: a body
 //! that is not valid base64 panics inside its adapter, before any handler
 //! runs (and with the release profile's `panic = "abort"`, ends the process,
-//! which API Gateway answers with a 502). Lambda, API Gateway and function
-//! URLs never send such an event, but a test event, a proxy or a replay may.
+//! which API Gateway answers with a 502). Lambda, API Gateway, function
+//! URLs and load balancers never send such an event, but a test event, a
+//! proxy or a replay may.
 //! It also builds the request URI from the `Host` header (or the domain
-//! name), `X-Forwarded-Proto`, the path and the query string with `unwrap`
+//! name), `X-Forwarded-Proto`, the path and the query string (a load
+//! balancer's decoded first, as it sends it undecoded) with `unwrap`
 //! and `expect`: a host with a space, a scheme that is not one, a query
 //! with characters a URI cannot hold, or a URI longer than `http` allows
 //! panics the same way.
@@ -21,18 +26,18 @@
 //! ([`leave_out_host`]) and the request is served; a path or query string
 //! that cannot form one still gets a `400 InvalidRequest`.
 //!
-//! A REST API event's `multiValueHeaders` win over its `headers`
-//! ([`crate::headers::prefer_multi_value`]), so a repeated header reads as
-//! every value.
+//! A REST API or load balancer event's `multiValueHeaders` win over its
+//! `headers` ([`crate::headers::prefer_multi_value`]), so a repeated header
+//! reads as every value.
 //!
 //! The event itself is read as an [`HttpEvent`], which never fails on JSON:
-//! an API Gateway-shaped event (an object with a `requestContext`) that
-//! `lambda_http` cannot read (a REST API event without
-//! `requestContext.httpMethod`, say) gets a `400 InvalidEvent` rather than
-//! an invocation error, which API Gateway would answer with a 502; any other
-//! event (an S3 notification sent to the wrong function) fails the
-//! invocation with the error type `ApigwToSqs.InvalidEvent`
-//! ([`NotAnHttpEvent`]).
+//! an API Gateway- or load balancer-shaped event (an object with a
+//! `requestContext`) that `lambda_http` cannot read (a REST API event
+//! without `requestContext.httpMethod`, say) gets a `400 InvalidEvent`
+//! rather than an invocation error, which API Gateway or the load balancer
+//! would answer with a 502; any other event (an S3 notification sent to the
+//! wrong function) fails the invocation with the error type
+//! `ApigwToSqs.InvalidEvent` ([`NotAnHttpEvent`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -46,6 +51,39 @@ use serde_json::value::RawValue;
 
 use crate::reject::Rejection;
 
+mod uri;
+
+pub use uri::{leave_out_host, unbuildable_uri};
+
+/// The answer format an event expects: the API or load balancer that sent
+/// it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A REST API (payload 1.0): `statusCode`, `headers` and
+    /// `multiValueHeaders`, `body`, `isBase64Encoded`.
+    Rest,
+    /// An HTTP API or function URL (payload 2.0): `statusCode`, `headers`,
+    /// `body`, `isBase64Encoded`, `cookies`.
+    Http,
+    /// An Application Load Balancer target group: as a REST API's, with
+    /// `statusDescription` (`"400 Bad Request"`). Both `headers` and
+    /// `multiValueHeaders` are given, as `lambda_http` gives them, so the
+    /// answer holds whether the target group has multi-value headers on or
+    /// not.
+    Alb,
+}
+
+impl Format {
+    /// The format of the API or load balancer that sent `event`.
+    pub fn of(event: &LambdaRequest) -> Format {
+        match event {
+            LambdaRequest::ApiGatewayV1(_) => Format::Rest,
+            LambdaRequest::Alb(_) => Format::Alb,
+            _ => Format::Http,
+        }
+    }
+}
+
 /// Why the event's body cannot be read, if it cannot: `isBase64Encoded` is
 /// set and the body is not standard base64 (the alphabet and padding
 /// `lambda_http` decodes with).
@@ -53,6 +91,7 @@ pub fn undecodable_body(event: &LambdaRequest) -> Option<Rejection> {
     let (encoded, body) = match event {
         LambdaRequest::ApiGatewayV1(r) => (r.is_base64_encoded, r.body.as_deref()),
         LambdaRequest::ApiGatewayV2(r) => (r.is_base64_encoded, r.body.as_deref()),
+        LambdaRequest::Alb(r) => (r.is_base64_encoded, r.body.as_deref()),
         _ => return None,
     };
     let body = body.filter(|_| encoded)?;
@@ -65,107 +104,22 @@ pub fn undecodable_body(event: &LambdaRequest) -> Option<Rejection> {
     ))
 }
 
-/// Why the request URI cannot be formed, if it cannot: the steps of
-/// `lambda_http`'s `into_api_gateway_v2_request`/`into_proxy_request` and
-/// `build_request_uri`, each of which it `unwrap`s or `expect`s.
-pub fn unbuildable_uri(event: &LambdaRequest) -> Option<Rejection> {
-    let (headers, domain, stage, path, query) = match event {
-        LambdaRequest::ApiGatewayV1(r) => {
-            let mv = &r.multi_value_query_string_parameters;
-            let sv = &r.query_string_parameters;
-            let query = if !mv.is_empty() {
-                mv.to_query_string()
-            } else {
-                sv.to_query_string()
-            };
-            (
-                &r.headers,
-                r.request_context.domain_name.as_deref(),
-                &r.request_context.stage,
-                r.path.as_deref().unwrap_or_default(),
-                query,
-            )
-        }
-        LambdaRequest::ApiGatewayV2(r) => (
-            &r.headers,
-            r.request_context.domain_name.as_deref(),
-            &r.request_context.stage,
-            r.raw_path.as_deref().unwrap_or_default(),
-            r.raw_query_string.clone().unwrap_or_default(),
-        ),
-        _ => return None,
-    };
-    let bad = |what: String| Some(Rejection::bad_request("InvalidRequest", what));
-    let host = headers
-        .get(lambda_http::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or(domain);
-    let path = path_with_stage(stage.as_deref(), path);
-    let mut uri = match host {
-        None => match url::Url::parse(&format!("http://localhost{path}")) {
-            Ok(u) => u.path().to_owned(),
-            Err(e) => return bad(format!("the path cannot form a URI: {e}")),
-        },
-        Some(host) => {
-            let scheme = headers
-                .get("x-forwarded-proto")
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("https");
-            match url::Url::parse(&format!("{scheme}://{host}{path}")) {
-                Ok(u) => u.to_string(),
-                Err(e) => {
-                    return bad(format!(
-                        "the Host header (or domain name), X-Forwarded-Proto and path cannot form a URI: {e}"
-                    ));
-                }
-            }
-        }
-    };
-    if !query.is_empty() {
-        uri.push('?');
-        uri.push_str(&query);
-    }
-    match lambda_http::http::Uri::try_from(uri.as_str()) {
-        Ok(_) => None,
-        Err(e) => bad(format!(
-            "the request URI cannot be formed from the host, path and query string: {e}"
-        )),
-    }
-}
-
-/// Leave the host out of the URI `lambda_http` forms: the `Host` header of
-/// the single-value headers (a REST API event keeps it in its multi-value
-/// headers, which become the request's) and the domain name. An HTTP API or
-/// function URL event has single-value headers only: its request then has
-/// no `Host` header (the function uses none, unless `ATTRIBUTE_HEADERS`
-/// names it).
-pub fn leave_out_host(event: &mut LambdaRequest) {
-    match event {
-        LambdaRequest::ApiGatewayV1(r) => {
-            r.headers.remove(lambda_http::http::header::HOST);
-            r.request_context.domain_name = None;
-        }
-        LambdaRequest::ApiGatewayV2(r) => {
-            r.headers.remove(lambda_http::http::header::HOST);
-            r.request_context.domain_name = None;
-        }
-        _ => {}
-    }
-}
-
 /// An event as the function reads it: a request `lambda_http` can take, an
-/// API Gateway-shaped event it cannot (answered `400 InvalidEvent`), or no
-/// HTTP event at all (the invocation fails, [`NotAnHttpEvent`]). Reading it
-/// fails only on a payload that is not JSON, which Lambda never sends.
+/// API Gateway- or load balancer-shaped event it cannot (answered
+/// `400 InvalidEvent`), or no HTTP event at all (the invocation fails,
+/// [`NotAnHttpEvent`]). Reading it fails only on a payload that is not
+/// JSON, which Lambda never sends.
 #[derive(Debug)]
 pub enum HttpEvent {
-    /// A request from API Gateway or a function URL.
+    /// A request from API Gateway, a function URL or a load balancer.
     Request(Box<LambdaRequest>),
     /// An object with a `requestContext` that is no request `lambda_http`
     /// reads.
     Malformed {
-        /// Whether it says `"version": "2.0"` (answered in that format).
-        v2: bool,
+        /// The format it claims, answered in: [`Format::Alb`] when its
+        /// `requestContext` has an `elb`, [`Format::Http`] when it says
+        /// `"version": "2.0"`, else [`Format::Rest`].
+        format: Format,
         /// Why, naming the field at fault.
         why: String,
     },
@@ -193,26 +147,40 @@ impl HttpEvent {
             #[serde(default, borrow)]
             version: Option<&'a RawValue>,
         }
+        #[derive(Deserialize)]
+        struct ContextShape<'a> {
+            #[serde(default, borrow)]
+            elb: Option<&'a RawValue>,
+        }
         let shape = serde_json::from_str::<Shape<'_>>(json).ok();
-        let Some(shape) = shape.filter(|s| s.context.is_some_and(|c| c.get().starts_with('{')))
+        let Some(context) = shape
+            .as_ref()
+            .and_then(|s| s.context)
+            .filter(|c| c.get().starts_with('{'))
         else {
             return HttpEvent::NotHttp;
         };
-        let v2 = shape.version.is_some_and(|v| v.get() == r#""2.0""#);
+        let from_elb =
+            serde_json::from_str::<ContextShape<'_>>(context.get()).is_ok_and(|c| c.elb.is_some());
+        let v2 = shape
+            .and_then(|s| s.version)
+            .is_some_and(|v| v.get() == r#""2.0""#);
+        use lambda_http::aws_lambda_events::{alb, apigw};
+        use sqs_forwarder::event_reader::read;
         // The reader of the payload it claims, for the field at fault.
-        let why = if v2 {
-            sqs_forwarder::event_reader::read::<
-                lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequest,
-            >(json)
-            .err()
-        } else {
-            sqs_forwarder::event_reader::read::<
-                lambda_http::aws_lambda_events::apigw::ApiGatewayProxyRequest,
-            >(json)
-            .err()
+        let (format, why) = match (from_elb, v2) {
+            (true, _) => (Format::Alb, read::<alb::AlbTargetGroupRequest>(json).err()),
+            (false, true) => (
+                Format::Http,
+                read::<apigw::ApiGatewayV2httpRequest>(json).err(),
+            ),
+            (false, false) => (
+                Format::Rest,
+                read::<apigw::ApiGatewayProxyRequest>(json).err(),
+            ),
         };
         HttpEvent::Malformed {
-            v2,
+            format,
             why: why.unwrap_or_else(|| "not a request lambda_http reads".into()),
         }
     }
@@ -225,7 +193,7 @@ pub struct NotAnHttpEvent;
 
 impl std::fmt::Display for NotAnHttpEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not an API Gateway or function URL event (no requestContext object): this function takes REST API, HTTP API and function URL requests")
+        f.write_str("not an API Gateway, function URL or load balancer event (no requestContext object): this function takes REST API, HTTP API, function URL and Application Load Balancer requests")
     }
 }
 
@@ -246,23 +214,8 @@ impl From<NotAnHttpEvent> for lambda_http::lambda_runtime::Diagnostic {
     }
 }
 
-/// `lambda_http`'s `apigw_path_with_stage`: the stage in front of the path,
-/// unless it is `$default`, already there, or
-/// `AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH` is set.
-fn path_with_stage(stage: Option<&str>, path: &str) -> String {
-    if std::env::var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH").is_ok() {
-        return path.to_owned();
-    }
-    match stage {
-        None | Some("$default") => path.to_owned(),
-        Some(stage) if path.starts_with(&format!("/{stage}/")) => path.to_owned(),
-        Some(stage) => format!("/{stage}{path}"),
-    }
-}
-
 /// The answer to an event: the wrapped service's, or a refusal this module
-/// wrote (an API Gateway proxy response, in the format of the API that sent
-/// the event).
+/// wrote (in the format of the API or load balancer that sent the event).
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum Answer<R> {
@@ -272,25 +225,33 @@ pub enum Answer<R> {
     Refused(serde_json::Value),
 }
 
-/// The refusal, as the answer of a REST API (payload 1.0) or an HTTP API or
-/// function URL (payload 2.0).
+/// The refusal, as the answer of the API or load balancer that sent
+/// `event`.
 pub fn refusal(event: &LambdaRequest, r: &Rejection) -> serde_json::Value {
-    refusal_as(!matches!(event, LambdaRequest::ApiGatewayV1(_)), r)
+    refusal_as(Format::of(event), r)
 }
 
-/// The refusal in payload format 2.0 (`v2`) or 1.0.
-fn refusal_as(v2: bool, r: &Rejection) -> serde_json::Value {
+/// The refusal in `format`.
+fn refusal_as(format: Format, r: &Rejection) -> serde_json::Value {
     let body = serde_json::json!({"error": {"code": r.code, "message": r.message}}).to_string();
     let status = r.status.as_u16();
-    match v2 {
-        false => serde_json::json!({
+    match format {
+        Format::Alb => serde_json::json!({
+            "statusCode": status,
+            "statusDescription": format!("{status} {}", r.status.canonical_reason().unwrap_or_default()),
+            "headers": {"content-type": "application/json"},
+            "multiValueHeaders": {"content-type": ["application/json"]},
+            "body": body,
+            "isBase64Encoded": false,
+        }),
+        Format::Rest => serde_json::json!({
             "statusCode": status,
             "headers": {"content-type": "application/json"},
             "multiValueHeaders": {"content-type": ["application/json"]},
             "body": body,
             "isBase64Encoded": false,
         }),
-        true => serde_json::json!({
+        Format::Http => serde_json::json!({
             "statusCode": status,
             "headers": {"content-type": "application/json"},
             "body": body,
@@ -332,7 +293,7 @@ where
 
     fn call(&mut self, event: LambdaEvent<HttpEvent>) -> Self::Future {
         let LambdaEvent { payload, context } = event;
-        let refused = |v2: bool, r: Rejection| {
+        let refused = |format: Format, r: Rejection| {
             tracing::info!(
                 request_id = context.request_id,
                 status = r.status.as_u16(),
@@ -340,33 +301,33 @@ where
                 message = %r.message,
                 "request refused"
             );
-            Guarded::Refused(Some(refusal_as(v2, &r)))
+            Guarded::Refused(Some(refusal_as(format, &r)))
         };
         let mut request = match payload {
             HttpEvent::Request(request) => *request,
-            HttpEvent::Malformed { v2, why } => {
+            HttpEvent::Malformed { format, why } => {
                 let r = Rejection::bad_request(
                     "InvalidEvent",
                     format!(
-                        "the event is not a request API Gateway or a function URL sends: {why}"
+                        "the event is not a request API Gateway, a function URL or a load balancer sends: {why}"
                     ),
                 );
-                return refused(v2, r);
+                return refused(format, r);
             }
             HttpEvent::NotHttp => {
                 tracing::error!(request_id = context.request_id, error = %NotAnHttpEvent, "failing the invocation");
                 return Guarded::Failed;
             }
         };
-        let v2 = !matches!(request, LambdaRequest::ApiGatewayV1(_));
+        let format = Format::of(&request);
         crate::headers::prefer_multi_value(&mut request);
         if let Some(r) = undecodable_body(&request) {
-            return refused(v2, r);
+            return refused(format, r);
         }
         if let Some(r) = unbuildable_uri(&request) {
             leave_out_host(&mut request);
             if unbuildable_uri(&request).is_some() {
-                return refused(v2, r);
+                return refused(format, r);
             }
             tracing::info!(
                 request_id = context.request_id,

@@ -16,8 +16,12 @@
 //! value. [`prefer_multi_value`] makes `multiValueHeaders` win wherever it
 //! names a header, before the event becomes a request: attributes, routing
 //! and the group, deduplication and delay headers all see every value. An
-//! HTTP API or function URL event (payload 2.0) has `headers` only, where
-//! API Gateway has already joined a repeated header's values with commas.
+//! Application Load Balancer event carries `multiValueHeaders` only when
+//! its target group has multi-value headers on (then it has no `headers`),
+//! read the same way; with them off, `headers` holds the last value of a
+//! repeated header, as the load balancer chose it. An HTTP API or function
+//! URL event (payload 2.0) has `headers` only, where API Gateway has
+//! already joined a repeated header's values with commas.
 //!
 //! What a FIFO queue needs (a group id, a deduplication id, no delay) is
 //! checked here against the one queue the request goes to. Under routing
@@ -57,17 +61,19 @@ pub struct Params {
 }
 
 /// Make every header `multiValueHeaders` names read as all its values: in
-/// a REST API event, each such header of `headers` (one value, the last)
-/// is replaced by the list. Headers only in `headers` stay as they are;
-/// other events are left alone.
+/// a REST API or load balancer event, each such header of `headers` (one
+/// value, the last) is replaced by the list. Headers only in `headers` stay
+/// as they are; other events are left alone.
 pub fn prefer_multi_value(event: &mut LambdaRequest) {
-    let LambdaRequest::ApiGatewayV1(r) = event else {
-        return;
+    let (headers, multi) = match event {
+        LambdaRequest::ApiGatewayV1(r) => (&mut r.headers, &r.multi_value_headers),
+        LambdaRequest::Alb(r) => (&mut r.headers, &r.multi_value_headers),
+        _ => return,
     };
-    for name in r.multi_value_headers.keys() {
-        r.headers.remove(name);
-        for value in r.multi_value_headers.get_all(name) {
-            r.headers.append(name.clone(), value.clone());
+    for name in multi.keys() {
+        headers.remove(name);
+        for value in multi.get_all(name) {
+            headers.append(name.clone(), value.clone());
         }
     }
 }

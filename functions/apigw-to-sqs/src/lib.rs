@@ -1,10 +1,11 @@
 //! # apigw-to-sqs
 //!
 //! An HTTP ingestion endpoint in front of Amazon SQS, for API Gateway REST
-//! APIs (payload 1.0), HTTP APIs (payload 2.0) and Lambda function URLs
-//! alike: `lambda_http` turns each of their events into one
-//! [`lambda_http::Request`] (decoding `isBase64Encoded` bodies), and this
-//! crate answers it.
+//! APIs (payload 1.0), HTTP APIs (payload 2.0), Lambda function URLs and
+//! Application Load Balancer target groups alike: `lambda_http` turns each
+//! of their events into one [`lambda_http::Request`] (decoding
+//! `isBase64Encoded` bodies), and this crate answers it, in the format of
+//! whichever sent it.
 //!
 //! The flow, one direction:
 //!

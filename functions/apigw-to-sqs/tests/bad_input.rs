@@ -1,9 +1,9 @@
 //! Bad input for apigw-to-sqs: events whose base64 body does not decode,
 //! or whose path or query string cannot form a URI (both made `lambda_http`
-//! panic) are answered 400 in the API's own format; a host or
+//! panic) are answered 400 in the API's (or load balancer's) own format; a host or
 //! `X-Forwarded-Proto` that cannot form one (a placeholder host) is left
-//! out of the URI and the request served; an API Gateway event
-//! `lambda_http` cannot read (no `requestContext.httpMethod`) is a 400, an
+//! out of the URI and the request served; an API Gateway or load balancer
+//! event `lambda_http` cannot read (no `httpMethod`) is a 400, an
 //! event that is no HTTP event fails the invocation; a Content-Length above
 //! `MAX_BODY_BYTES` is refused from the header alone; every variable's bad
 //! value names the variable, the value and what is allowed.
@@ -83,6 +83,7 @@ async fn a_body_that_is_not_base64_is_a_400_not_a_panic() {
         "apigw-url-base64-binary.json",      // function URL, payload 2.0
         "apigw-rest-base64-binary.json",     // REST API, payload 1.0
         "apigw-http-base64-json-array.json", // HTTP API, payload 2.0
+        "apigw-alb-base64-binary.json",      // Application Load Balancer
     ] {
         let h = handler(&[]);
         let good = sample(name);
@@ -103,6 +104,9 @@ async fn a_body_that_is_not_base64_is_a_400_not_a_panic() {
             assert_eq!(a["isBase64Encoded"], false);
             assert_eq!(a["headers"]["content-type"], "application/json");
             assert_eq!(error_code(&a), "InvalidBody", "{a}");
+            if name.contains("alb") {
+                assert_eq!(a["statusDescription"], "400 Bad Request", "{a}");
+            }
             // The answer never echoes the body.
             assert!(!a["body"].as_str().unwrap_or_default().contains(bad));
         }
@@ -157,6 +161,17 @@ async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
             "path",
             json!(format!("/{}", "a".repeat(70_000))),
         ),
+        // The same from a load balancer, and a query string over 64 KiB.
+        (
+            "apigw-alb-single.json",
+            "path",
+            json!(format!("/{}", "a".repeat(70_000))),
+        ),
+        (
+            "apigw-alb-single.json",
+            "queryStringParameters",
+            json!({"q": "a".repeat(70_000)}),
+        ),
     ];
     for (name, field, value) in cases {
         let h = handler(&[]);
@@ -172,6 +187,9 @@ async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
         assert_eq!(a["statusCode"], 400, "{name} {field}: {a}");
         assert_eq!(a["headers"]["content-type"], "application/json");
         assert_eq!(error_code(&a), "InvalidRequest", "{a}");
+        if name.contains("alb") {
+            assert_eq!(a["statusDescription"], "400 Bad Request", "{a}");
+        }
         assert_eq!(sent(&h), 0, "{name} {field}: nothing refused is sent");
     }
     // The samples as they are form their URIs: no refusal.
@@ -180,6 +198,8 @@ async fn a_request_whose_uri_cannot_be_formed_is_a_400_not_a_panic() {
         "apigw-http-json-array.json",
         "apigw-url-single-text.json",
         "apigw-rest-base64-binary.json",
+        "apigw-alb-single.json",
+        "apigw-alb-multi-value.json",
     ] {
         let payload: LambdaRequest = serde_json::from_value(sample(name)).expect("an HTTP event");
         assert!(unbuildable_uri(&payload).is_none(), "{name}");
@@ -254,6 +274,13 @@ async fn a_host_that_cannot_form_a_uri_is_left_out() {
             "headers.x-forwarded-proto",
             json!("1http"),
         ),
+        // A load balancer without multi-value headers.
+        ("apigw-alb-single.json", "headers.host", json!("bad host")),
+        (
+            "apigw-alb-single.json",
+            "headers.x-forwarded-proto",
+            json!("not a scheme"),
+        ),
     ];
     for (name, field, value) in cases {
         let h = handler(&[]);
@@ -275,6 +302,14 @@ async fn a_host_that_cannot_form_a_uri_is_left_out() {
         assert_eq!(a["statusCode"], 202, "{name} {field}={value}: {a}");
         assert!(sent(&h) > 0, "{name} {field}");
     }
+    // A load balancer with multi-value headers: its host forms the URI once
+    // they are read (lambda_http alone would not use it); left out as well.
+    let h = handler(&[]);
+    let mut event = sample("apigw-alb-multi-value.json");
+    event["multiValueHeaders"]["host"] = json!(["bad host"]);
+    let a = answer(&h, &event).await;
+    assert_eq!(a["statusCode"], 202, "{a}");
+    assert_eq!(sent(&h), 2);
     // A REST API event keeps its Host header (its multi-value headers
     // become the request's): an attribute of it still arrives.
     let h = handler(&[("ATTRIBUTE_HEADERS", "host")]);
@@ -307,7 +342,13 @@ async fn an_api_gateway_event_lambda_http_cannot_read_is_a_400() {
         .as_object_mut()
         .expect("context")
         .remove("http");
-    for (event, field, v2) in [(rest, "httpMethod", false), (http, "http", true)] {
+    let mut alb = sample("apigw-alb-single.json");
+    alb.as_object_mut().expect("event").remove("httpMethod");
+    for (event, field, v2) in [
+        (rest, "httpMethod", false),
+        (http, "http", true),
+        (alb.clone(), "httpMethod", false),
+    ] {
         assert!(serde_json::from_value::<LambdaRequest>(event.clone()).is_err());
         let h = handler(&[]);
         let a = answer(&h, &event).await;
@@ -319,6 +360,9 @@ async fn an_api_gateway_event_lambda_http_cannot_read_is_a_400() {
         assert_eq!(a.get("multiValueHeaders").is_none(), v2, "{a}");
         assert_eq!(sent(&h), 0);
     }
+    // A load balancer's event is answered in its format.
+    let a = answer(&handler(&[]), &alb).await;
+    assert_eq!(a["statusDescription"], "400 Bad Request", "{a}");
     // Not an HTTP event at all: the invocation fails.
     for bad in [
         json!({"Records": [{"eventSource": "aws:s3"}]}),

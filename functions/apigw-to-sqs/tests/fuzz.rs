@@ -223,14 +223,14 @@ proptest! {
 
     /// The URI guard refuses exactly the events `lambda_http` would panic on
     /// while forming the URI: arbitrary host, `X-Forwarded-Proto`, path and
-    /// query string.
+    /// query string, from a REST API, an HTTP API or a load balancer.
     #[test]
     fn the_uri_guard_refuses_exactly_what_lambda_http_panics_on(
         host in prop::option::of("[ -~]{0,12}"),
         proto in prop::option::of("[ -~]{0,8}"),
         path in "[ -~\u{e9}]{0,12}",
         query in "[ -~\u{e9}]{0,12}",
-        v1 in any::<bool>(),
+        source in 0u8..4,
     ) {
         let mut ev = event(b"{}", false, &[]);
         if let Some(h) = &host {
@@ -239,16 +239,35 @@ proptest! {
         if let Some(p) = &proto {
             ev["headers"]["x-forwarded-proto"] = json!(p);
         }
-        if v1 {
-            let headers = ev["headers"].clone();
-            ev = serde_json::from_str(include_str!("../../../events/apigw-rest-base64-binary.json"))
-                .expect("the REST sample");
-            ev["headers"] = headers;
-            ev["path"] = json!(path);
-            ev["queryStringParameters"] = json!({"q": query});
-        } else {
-            ev["rawPath"] = json!(path);
-            ev["rawQueryString"] = json!(query);
+        let headers = ev["headers"].clone();
+        match source {
+            // REST API.
+            0 => {
+                ev = serde_json::from_str(include_str!("../../../events/apigw-rest-base64-binary.json"))
+                    .expect("the REST sample");
+                ev["headers"] = headers;
+                ev["path"] = json!(path);
+                ev["queryStringParameters"] = json!({"q": query});
+            }
+            // Application Load Balancer, multi-value headers off and on:
+            // the query string as the client wrote it, decoded by
+            // lambda_http.
+            1 | 2 => {
+                ev = serde_json::from_str(include_str!("../../../events/apigw-alb-single.json"))
+                    .expect("the ALB sample");
+                ev["headers"] = headers;
+                ev["path"] = json!(path);
+                if source == 1 {
+                    ev["queryStringParameters"] = json!({"q": query});
+                } else {
+                    ev["multiValueQueryStringParameters"] = json!({"q": [query, "x"]});
+                }
+            }
+            // HTTP API.
+            _ => {
+                ev["rawPath"] = json!(path);
+                ev["rawQueryString"] = json!(query);
+            }
         }
         let Ok(payload) = serde_json::from_value::<LambdaRequest>(ev) else {
             return Ok(());

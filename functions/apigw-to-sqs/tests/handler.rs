@@ -98,6 +98,10 @@ async fn every_sample_event_gets_its_answer() {
             Some("UnsupportedMediaType"),
         ),
         ("apigw-bad-empty-body.json", 411, 0, Some("EmptyBody")),
+        ("apigw-alb-single.json", 202, 1, None),
+        ("apigw-alb-multi-value.json", 202, 2, None),
+        ("apigw-alb-base64-binary.json", 202, 1, None),
+        ("apigw-alb-health.json", 200, 0, None),
     ];
     let dir = format!("{}/../../events", env!("CARGO_MANIFEST_DIR"));
     let mut samples: Vec<String> = std::fs::read_dir(&dir)
@@ -169,6 +173,79 @@ async fn bodies_reach_the_transport_as_sent() {
     let entries = entries_of(h.forwarder().transport());
     assert_eq!(entries[1].body, r#"{"sku": "B-7", "qty": 1}"#);
     assert!(!entries[1].encoded);
+}
+
+#[tokio::test]
+async fn alb_bodies_and_query_parameters_come_through_as_sent() {
+    // An Application Load Balancer passes a text body as it is and a binary
+    // one base64-encoded, and the query string undecoded (`web%20form`):
+    // lambda_http decodes both.
+    let h = handler_with(
+        accepting(),
+        EncodeRules::default(),
+        &[("ATTRIBUTE_HEADERS", "x-tenant-id:tenant")],
+    );
+    let request = event("apigw-alb-single.json");
+    let query = request.query_string_parameters();
+    assert_eq!(query.first("source"), Some("web form"));
+    let response = h.handle(request).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::ACCEPTED,
+        "{}",
+        json(&response)
+    );
+    let entries = entries_of(h.forwarder().transport());
+    assert_eq!(
+        entries[0].body,
+        r#"{"orderId": "o-2001", "amount": 12.50, "currency": "EUR", "note": "grüße"}"#
+    );
+    assert!(!entries[0].encoded);
+    assert_eq!(
+        h.forwarder().transport().seen()[0].string("tenant"),
+        Some("acme")
+    );
+
+    // Multi-value headers on: every query value decoded, in order; every
+    // header value read (the repeated `X-Tenant-Id` joined).
+    let h = handler_with(
+        accepting(),
+        EncodeRules::default(),
+        &[("ATTRIBUTE_HEADERS", "x-tenant-id:tenant")],
+    );
+    let request = event("apigw-alb-multi-value.json");
+    let query = request.query_string_parameters();
+    assert_eq!(query.all("tag"), Some(vec!["a,b", "eu"]));
+    assert_eq!(query.first("source"), Some("web form"));
+    let response = h.handle(request).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::ACCEPTED,
+        "{}",
+        json(&response)
+    );
+    let entries = entries_of(h.forwarder().transport());
+    let bodies: Vec<&str> = entries.iter().map(|e| e.body.as_str()).collect();
+    assert_eq!(
+        bodies,
+        vec![
+            r#"{"event": "signup", "user": "u-7"}"#,
+            r#"{"event": "login", "user": "u-7"}"#
+        ]
+    );
+    let seen = h.forwarder().transport().seen();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter()
+            .all(|s| s.string("tenant") == Some("acme, acme-eu"))
+    );
+
+    // A binary body: decoded, then sent base64-encoded with the marker.
+    let h = handler(accepting());
+    h.handle(event("apigw-alb-base64-binary.json")).await;
+    let entries = entries_of(h.forwarder().transport());
+    assert!(entries[0].encoded);
+    assert_eq!(entries[0].body, "iVBORw0KGgoAAAAN//4AQg==");
 }
 
 #[tokio::test]

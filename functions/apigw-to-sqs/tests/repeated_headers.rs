@@ -4,8 +4,10 @@
 //! its `headers` (API Gateway's last value) for the attributes, the routing
 //! rules' `header` key and the group, deduplication and delay headers; an
 //! HTTP API event's header, which API Gateway joined with commas, is read
-//! as that one value; an Application Load Balancer event is no request this
-//! function takes.
+//! as that one value; an Application Load Balancer event with multi-value
+//! headers on reads every value exactly as a REST API event does, and is
+//! answered in the load balancer's format; with them off, its one value
+//! (the load balancer keeps the last) is read as it is.
 
 use std::convert::Infallible;
 use std::future::poll_fn;
@@ -104,6 +106,33 @@ fn http(headers: &[(&str, &str)]) -> Value {
     let h = event["headers"].as_object_mut().expect("headers");
     h.remove("content-length");
     h.remove("idempotency-key");
+    for (name, value) in headers {
+        h.insert((*name).to_owned(), json!(value));
+    }
+    event
+}
+
+/// An Application Load Balancer event from a target group with multi-value
+/// headers on: `multiValueHeaders` (and `multiValueQueryStringParameters`)
+/// only, every value of a repeated header in order.
+fn alb(headers: &[(&str, &[&str])]) -> Value {
+    let mut event = sample("apigw-alb-multi-value.json");
+    let h = event["multiValueHeaders"]
+        .as_object_mut()
+        .expect("multi-value headers");
+    h.remove("content-length");
+    h.remove("idempotency-key");
+    for (name, values) in headers {
+        h.insert((*name).to_owned(), json!(values));
+    }
+    event
+}
+
+/// The same with multi-value headers off: `headers` only, one value each.
+fn alb_single(headers: &[(&str, &str)]) -> Value {
+    let mut event = sample("apigw-alb-single.json");
+    let h = event["headers"].as_object_mut().expect("headers");
+    h.remove("content-length");
     for (name, value) in headers {
         h.insert((*name).to_owned(), json!(value));
     }
@@ -230,27 +259,87 @@ async fn an_http_api_header_joined_by_api_gateway_is_one_value() {
 }
 
 #[tokio::test]
-async fn an_application_load_balancer_event_is_not_taken() {
-    // The shape an Application Load Balancer sends with multi-value headers
-    // on: not an API Gateway or function URL request, so a 400 and nothing
-    // sent (this function serves REST APIs, HTTP APIs and function URLs).
+async fn an_alb_multi_value_header_sent_twice_reads_as_every_value() {
     let (h, default, eu) = handler();
-    let event = json!({
-        "requestContext": {"elb": {"targetGroupArn":
-            "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/ingest/6d0ecf831eec9f09"}},
-        "httpMethod": "POST",
-        "path": "/messages",
-        "multiValueQueryStringParameters": {},
-        "multiValueHeaders": {
-            "content-type": ["application/json"],
-            "x-tenant": ["t-x", "t-y"],
-            "host": ["ingest.example.com"]
-        },
-        "body": "{\"a\": 1}",
-        "isBase64Encoded": false
-    });
+    let event = alb(&[
+        ("x-tenant", &["t-x", "t-y"]),
+        ("x-message-group-id", &["g-1", "g-1"]),
+        ("idempotency-key", &["k-1"]),
+    ]);
+    assert!(event.get("headers").is_none(), "multi-value headers only");
     let a = answer(&h, &event).await;
-    assert_eq!(status(&a), 400, "{a}");
-    assert_eq!(error_code(&a), "InvalidEvent", "{a}");
-    assert!(default.seen().is_empty() && eu.seen().is_empty());
+    assert_eq!(status(&a), 202, "{a}");
+    // The load balancer's answer format: a status description, and the
+    // headers in both fields (the one the target group reads is used).
+    assert_eq!(a["statusDescription"], "202 Accepted", "{a}");
+    assert_eq!(
+        a["multiValueHeaders"]["content-type"],
+        json!(["application/json"])
+    );
+    assert_eq!(a["headers"]["content-type"], "application/json");
+    assert_eq!(a["isBase64Encoded"], false);
+    assert!(a.get("cookies").is_none(), "{a}");
+    // Routed on "t-x, t-y" (the last value alone would have gone to the
+    // default queue), every value in the attribute, the group id once.
+    assert!(default.seen().is_empty(), "{:?}", default.seen());
+    let sent = entries(&eu);
+    assert_eq!(sent.len(), 2, "the sample's two NDJSON lines: {sent:?}");
+    for (i, entry) in sent.iter().enumerate() {
+        assert_eq!(tenant(entry).as_deref(), Some("t-x, t-y"));
+        assert_eq!(entry.group_id.as_deref(), Some("g-1"));
+        assert_eq!(
+            entry.deduplication_id.as_deref(),
+            Some(format!("k-1-{i}").as_str())
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_alb_single_valued_header_given_twice_with_different_values_is_a_400() {
+    for (name, values) in [
+        ("idempotency-key", &["k-1", "k-2"][..]),
+        ("x-message-deduplication-id", &["d-1", "d-2"][..]),
+        ("x-message-group-id", &["g-1", "g-2"][..]),
+        ("x-delay-seconds", &["5", "7"][..]),
+    ] {
+        let (h, default, eu) = handler();
+        let a = answer(&h, &alb(&[(name, values)])).await;
+        assert_eq!(status(&a), 400, "{name}: {a}");
+        assert_eq!(a["statusDescription"], "400 Bad Request", "{name}: {a}");
+        assert_eq!(error_code(&a), "InvalidHeader", "{name}: {a}");
+        let body = a["body"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            body.contains(name) && body.contains("more than once"),
+            "{name}: {body}"
+        );
+        assert!(default.seen().is_empty() && eu.seen().is_empty(), "{name}");
+    }
+}
+
+#[tokio::test]
+async fn an_alb_event_without_multi_value_headers_reads_its_one_value() {
+    // Multi-value headers off: the load balancer sent the last value of a
+    // repeated header in `headers`; that is all there is to read.
+    let (h, default, eu) = handler();
+    let a = answer(&h, &alb_single(&[("x-tenant", "t-y")])).await;
+    assert_eq!(status(&a), 202, "{a}");
+    assert_eq!(a["statusDescription"], "202 Accepted", "{a}");
+    assert!(eu.seen().is_empty(), "{:?}", eu.seen());
+    let sent = entries(&default);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(tenant(&sent[0]).as_deref(), Some("t-y"));
+    // Both fields at once (no load balancer sends that): the multi-value
+    // one wins, as for a REST API event.
+    let (h, _default, eu) = handler();
+    let mut event = alb(&[
+        ("x-tenant", &["t-x", "t-y"]),
+        ("x-message-group-id", &["g-1"]),
+        ("idempotency-key", &["k-1"]),
+    ]);
+    event["headers"] = json!({"x-tenant": "t-y"});
+    let a = answer(&h, &event).await;
+    assert_eq!(status(&a), 202, "{a}");
+    let sent = entries(&eu);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(tenant(&sent[0]).as_deref(), Some("t-x, t-y"));
 }
