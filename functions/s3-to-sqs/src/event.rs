@@ -113,7 +113,7 @@ pub enum Incoming {
         bucket: Option<String>,
     },
     /// A Distributed Map batch (`event/map_batch.rs`).
-    MapBatch(MapBatch),
+    MapBatch(Box<MapBatch>),
 }
 
 /// An event this function cannot read. Retrying it cannot help.
@@ -213,7 +213,7 @@ pub fn parse_json(json: &str) -> Result<Incoming, EventError> {
         return parse_eventbridge(event);
     }
     if shape.items.is_some() || shape.batch_input.is_some() {
-        return map_batch::parse_map_batch(json).map(Incoming::MapBatch);
+        return map_batch::parse_map_batch(json).map(|b| Incoming::MapBatch(Box::new(b)));
     }
     Err(EventError::Malformed(
         "neither an S3 event notification (no \"Records\"), an s3:TestEvent, an EventBridge event (no \"detail-type\") nor a Distributed Map batch (no \"Items\")".into(),

@@ -114,7 +114,7 @@ impl<T: Transport> Handler<T> {
                 return crate::map_batch::forward_batch(
                     &self.router,
                     self.settings.group_by,
-                    batch,
+                    *batch,
                     deadline,
                 )
                 .await;

@@ -241,15 +241,26 @@ mod tests {
                 .contains("BatchInput.key")
         );
         assert!(err(r#"{"Items": [], "BatchInput": "b"}"#).contains("got a string"));
-        assert!(err(r#"{"Items": {}, "BatchInput": {"bucket": "b", "key": "k"}}"#).contains("Items"));
-        let e = err(r#"{"Items": [{"index": 0, "value": 1}, 7], "BatchInput": {"bucket": "b", "key": "k"}}"#);
+        assert!(
+            err(r#"{"Items": {}, "BatchInput": {"bucket": "b", "key": "k"}}"#).contains("Items")
+        );
+        let e = err(
+            r#"{"Items": [{"index": 0, "value": 1}, 7], "BatchInput": {"bucket": "b", "key": "k"}}"#,
+        );
         assert!(e.contains("Items[1]") && e.contains("got a number"), "{e}");
         let e = err(r#"{"Items": [{"value": 1}], "BatchInput": {"bucket": "b", "key": "k"}}"#);
         assert!(e.contains("Items[0]") && e.contains("ItemSelector"), "{e}");
-        let e = err(r#"{"Items": [{"index": -1, "value": 1}], "BatchInput": {"bucket": "b", "key": "k"}}"#);
+        let e = err(
+            r#"{"Items": [{"index": -1, "value": 1}], "BatchInput": {"bucket": "b", "key": "k"}}"#,
+        );
         assert!(e.contains("Items[0].index"), "{e}");
-        let e = err(r#"{"Items": [{"index": 1, "value": 1}, {"index": 1, "value": 2}], "BatchInput": {"bucket": "b", "key": "k"}}"#);
+        let e = err(
+            r#"{"Items": [{"index": 1, "value": 1}, {"index": 1, "value": 2}], "BatchInput": {"bucket": "b", "key": "k"}}"#,
+        );
         assert!(e.contains("Items[1].index: 1 again"), "{e}");
-        assert!(e.starts_with("malformed S3 event: Distributed Map batch: "), "{e}");
+        assert!(
+            e.starts_with("malformed S3 event: Distributed Map batch: "),
+            "{e}"
+        );
     }
 }
