@@ -70,7 +70,9 @@ fn parse(name: &str, text: &str) -> Result<String, String> {
             || !v["BatchInput"]["bucket"].is_string()
             || !v["BatchInput"]["key"].is_string()
         {
-            return Err(format!("{name}: not Items of {{index, value}} with BatchInput {{bucket, key}}"));
+            return Err(format!(
+                "{name}: not Items of {{index, value}} with BatchInput {{bucket, key}}"
+            ));
         }
         "Distributed Map batch (Items, BatchInput)"
     } else if name.starts_with("apigw-") {
