@@ -55,8 +55,14 @@ struct RawBatch<'a> {
 struct RawItem<'a> {
     #[serde(borrow, default)]
     index: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    // `null` is a value (a JSON line `null`), not a missing one.
+    #[serde(borrow, default, deserialize_with = "present")]
     value: Option<&'a RawValue>,
+}
+
+/// A field that is there, whatever its value (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&'de RawValue>::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -198,7 +204,7 @@ mod tests {
     fn items_and_object() {
         let b = parse_map_batch(
             r#"{"Items": [{"index": 4, "value": {"a": 1, "z": [1, 2], "b": "x y"}},
-                          {"index": 5, "value": "text"}],
+                          {"index": 5, "value": "text"}, {"index": 6, "value": null}],
                 "BatchInput": {"bucket": "bk", "key": "in/a.jsonl", "etag": "e1", "other": 1}}"#,
         )
         .expect("valid");
@@ -217,6 +223,10 @@ mod tests {
                 MapItem {
                     index: 5,
                     body: r#""text""#.into()
+                },
+                MapItem {
+                    index: 6,
+                    body: "null".into()
                 }
             ]
         );
