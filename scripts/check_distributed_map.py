@@ -13,7 +13,9 @@
   $$.Map.Item.Value}, ItemBatcher with both limits and BatchInput {bucket,
   key, etag}, the parameters' concurrency and tolerated failure, a Lambda
   task invoking s3-to-sqs whose Retry takes S3ToSqs.NotForwarded but never
-  S3ToSqs.NotForwardable, a ResultWriter exactly when a bucket is given;
+  S3ToSqs.NotForwardable and whose result is a few fields (the map gathers
+  one per batch), a ResultWriter exactly when a bucket is given and the
+  results dropped (ResultPath null) when none is;
 * MaxInputBytesPerBatch cannot exceed 262144 (the state input limit);
 * the map's role grants exactly: s3:GetObject on the input bucket's objects,
   lambda:InvokeFunction on s3-to-sqs, states:StartExecution on the map
@@ -181,6 +183,10 @@ def shape_problems(tpl, doc):
                 (task.get("Parameters") or {}).get("FunctionName") != FUNCTION_ARN or \
                 (task.get("Parameters") or {}).get("Payload.$") != "$":
             found.append("the task does not invoke s3-to-sqs with the batch as is")
+        kept = task.get("ResultSelector") or {}
+        if not kept or any(not str(v).startswith("$.Payload.") for v in kept.values()):
+            found.append("the task's result is not a few fields of the answer (ResultSelector): "
+                         "the map gathers one per batch")
         retried = {e for r in task.get("Retry", []) for e in r.get("ErrorEquals", [])}
         if "S3ToSqs.NotForwarded" not in retried:
             found.append("S3ToSqs.NotForwarded is not retried")
@@ -192,6 +198,9 @@ def shape_problems(tpl, doc):
         found.append("no ResultWriter to the result bucket")
     if not bucket and writer:
         found.append("a ResultWriter without a result bucket")
+    if not bucket and items.get("ResultPath", "$") is not None:
+        found.append("without a result writer the results are not dropped (ResultPath null): "
+                     "a large object's results would pass the 256 KiB limit")
     return found
 
 
@@ -328,8 +337,8 @@ def run(tpl, root, check, sam_translate):
     check(not writes, "Distributed Map: no result bucket, no s3:PutObject")
     slug = "template-distributed-map"
     p = cfn_lint_problems(root, enabled(tpl, **VARIANTS["CSV with a result bucket"],
-                                        DistributedMapOnUpload="true"), slug)
-    check(not p, "Distributed Map: cfn-lint passes on the template with the map on (CSV, results, on upload)" +
+                                        DistributedMapOnUpload="true", DistributedMapPrefix="map/"), slug)
+    check(not p, "Distributed Map: cfn-lint passes on the template with the map on (CSV, results, on upload under a prefix)" +
           (f": {p}" if p else ""))
     negative_tests(tpl, root, check, have_validator)
 
@@ -357,10 +366,17 @@ def negative_tests(tpl, root, check, have_validator):
         ("a reader of JSON for CSV", lambda d: d["States"]["Items"]["ItemReader"]["ReaderConfig"]
          .update(InputType="JSON")),
         ("no result writer", lambda d: d["States"]["Items"].pop("ResultWriter")),
+        ("the task's whole answer kept", lambda d: d["States"]["Items"]["ItemProcessor"]["States"]["Forward"]
+         .pop("ResultSelector")),
     ]:
         bad = copy.deepcopy(doc)
         mutate(bad)
         check(shape_problems(on, bad), f"negative: {what} fails the definition check")
+    plain = enabled(tpl)
+    kept, _ = definition(plain)
+    if kept is not None:
+        kept["States"]["Items"].pop("ResultPath", None)
+        check(shape_problems(plain, kept), "negative: results kept without a result writer fail the definition check")
     bad = copy.deepcopy(on)
     bad["Parameters"]["DistributedMapMaxInputBytesPerBatch"]["MaxValue"] = 300000
     check(limit_problems(bad), "negative: MaxInputBytesPerBatch up to 300000 fails the limit check")
