@@ -44,6 +44,11 @@
   when set, ApiRoutedPath's route and its rule (scripts/check_routed_path.py),
   every parameter in a console group, the routing parameters documented;
   each with its negative tests;
+* the Distributed Map (scripts/check_distributed_map.py): off by default;
+  with it on, cfn-lint, SAM's translator and asl-validator (the state
+  machine's definition, rendered) pass, the definition is what s3-to-sqs
+  reads, the roles grant exactly what the map needs; each with its negative
+  tests;
 * the replay command's policy (ReplayPolicy) grants exactly the actions its
   README lists under "Permissions", none with a `*` action or resource (with
   negative tests: an extra action, a `*` resource).
@@ -62,6 +67,7 @@ import sys
 from cfnlint.decode import cfn_yaml
 
 import check_dashboard  # noqa: E402
+import check_distributed_map  # noqa: E402
 import check_routing  # noqa: E402
 from checks import Checks  # noqa: E402
 
@@ -180,6 +186,7 @@ def main():
     negative_tests(tpl)
     check_dashboard.run(tpl, ROOT, check)
     check_routing.run(tpl, ROOT, check, sam_translate)
+    check_distributed_map.run(tpl, ROOT, check, sam_translate)
 
     CHECKS.finish()
 

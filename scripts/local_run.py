@@ -195,6 +195,9 @@ def main():
     lines_event = s3_lines()
     ok &= run("s3-to-sqs", [lines_event], {"MODE": "lines", "S3_FORCE_PATH_STYLE": "true",
                                            "AWS_ENDPOINT_URL_S3": ENDPOINT})
+    # Distributed Map batches (what the template's state machine sends): one
+    # message per item, whatever MODE says.
+    ok &= run("s3-to-sqs", events("sfn-map-batch"), {})
     ok &= run("apigw-to-sqs", events("apigw"), {})
     if RABBIT:
         queue = f"local-orders-{STAMP}"

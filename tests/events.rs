@@ -58,6 +58,23 @@ fn parse(name: &str, text: &str) -> Result<String, String> {
             return Err(format!("{name}: no records or no condition"));
         }
         "invocation record (requestPayload: S3Event)"
+    } else if name.starts_with("sfn-map-batch-") {
+        // A Distributed Map batch (ItemBatcher): Items as the template's
+        // ItemSelector makes them, BatchInput naming the object.
+        let v: serde_json::Value = serde_json::from_str(text).map_err(e)?;
+        let items = v["Items"].as_array().cloned().unwrap_or_default();
+        if items.is_empty()
+            || items
+                .iter()
+                .any(|i| !i["index"].is_u64() || i.get("value").is_none())
+            || !v["BatchInput"]["bucket"].is_string()
+            || !v["BatchInput"]["key"].is_string()
+        {
+            return Err(format!(
+                "{name}: not Items of {{index, value}} with BatchInput {{bucket, key}}"
+            ));
+        }
+        "Distributed Map batch (Items, BatchInput)"
     } else if name.starts_with("apigw-") {
         lambda_http::request::from_str(text).map_err(e)?;
         "API Gateway / function URL / load balancer request"

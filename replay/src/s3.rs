@@ -32,7 +32,11 @@ pub async fn replay<T: Transport>(handler: &Handler<T>, event: &S3Event) -> Even
             records: report.records,
             messages: report.messages_sent,
         },
-        Err(e @ HandlerError::NotForwarded { .. }) => EventOutcome::Failed(e.to_string()),
+        // A Distributed Map batch (invoked by Step Functions, never through
+        // the on-failure queue): its items' error, should one be replayed.
+        Err(e @ (HandlerError::NotForwarded { .. } | HandlerError::Items(_))) => {
+            EventOutcome::Failed(e.to_string())
+        }
         Err(e @ HandlerError::Event(_)) => EventOutcome::Unreadable(e.to_string()),
     }
 }

@@ -8,7 +8,9 @@
 //!   `Records`): acknowledged, nothing forwarded;
 //! * an S3 event delivered through EventBridge (`source` `aws.s3`,
 //!   `detail-type` `Object Created`, `Object Deleted`, ...), whose keys are
-//!   not encoded.
+//!   not encoded;
+//! * a Step Functions Distributed Map batch (`Items` and `BatchInput`):
+//!   items of one object, read by the map's `ItemReader` (`map_batch.rs`).
 //!
 //! Each record becomes an [`ObjectEvent`] with its key decoded and its event
 //! named in the notification vocabulary (`ObjectCreated:Put`), whichever way
@@ -20,6 +22,7 @@
 //! named in the notification vocabulary).
 
 mod eventbridge;
+mod map_batch;
 mod notification;
 
 use std::borrow::Cow;
@@ -30,6 +33,7 @@ use serde_json::value::RawValue;
 use sqs_forwarder::event_reader::Misread;
 
 pub use eventbridge::eventbridge_event_name;
+pub use map_batch::{MAP_EVENT_NAME, MapBatch, MapItem};
 pub use notification::decode_key;
 
 use eventbridge::parse_eventbridge;
@@ -42,6 +46,8 @@ pub enum Via {
     Notification,
     /// An S3 event through EventBridge.
     EventBridge,
+    /// A Step Functions Distributed Map batch of an object's items.
+    DistributedMap,
 }
 
 impl Via {
@@ -50,6 +56,7 @@ impl Via {
         match self {
             Via::Notification => "notification",
             Via::EventBridge => "eventbridge",
+            Via::DistributedMap => "distributed-map",
         }
     }
 }
@@ -105,6 +112,8 @@ pub enum Incoming {
         /// The bucket whose notification was configured, if given.
         bucket: Option<String>,
     },
+    /// A Distributed Map batch (`event/map_batch.rs`).
+    MapBatch(Box<MapBatch>),
 }
 
 /// An event this function cannot read. Retrying it cannot help.
@@ -161,6 +170,10 @@ struct Shape<'a> {
     bucket: Option<&'a RawValue>,
     #[serde(rename = "detail-type", default, borrow, deserialize_with = "present")]
     detail_type: Option<&'a RawValue>,
+    #[serde(rename = "Items", default, borrow, deserialize_with = "present")]
+    items: Option<&'a RawValue>,
+    #[serde(rename = "BatchInput", default, borrow, deserialize_with = "present")]
+    batch_input: Option<&'a RawValue>,
 }
 
 /// A field that is there, whatever its value (`null` included).
@@ -199,8 +212,11 @@ pub fn parse_json(json: &str) -> Result<Incoming, EventError> {
         let event = serde_json::from_str(json).map_err(|e| EventError::Malformed(e.to_string()))?;
         return parse_eventbridge(event);
     }
+    if shape.items.is_some() || shape.batch_input.is_some() {
+        return map_batch::parse_map_batch(json).map(|b| Incoming::MapBatch(Box::new(b)));
+    }
     Err(EventError::Malformed(
-        "neither an S3 event notification (no \"Records\"), an s3:TestEvent, nor an EventBridge event (no \"detail-type\")".into(),
+        "neither an S3 event notification (no \"Records\"), an s3:TestEvent, an EventBridge event (no \"detail-type\") nor a Distributed Map batch (no \"Items\")".into(),
     ))
 }
 

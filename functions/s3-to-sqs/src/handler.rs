@@ -110,6 +110,15 @@ impl<T: Transport> Handler<T> {
                 });
             }
             Incoming::Objects(objects) => objects,
+            Incoming::MapBatch(batch) => {
+                return crate::map_batch::forward_batch(
+                    &self.router,
+                    self.settings.group_by,
+                    *batch,
+                    deadline,
+                )
+                .await;
+            }
         };
         let mut report = Report {
             records: objects.len(),

@@ -10,7 +10,9 @@
 //!   (gzip or not) and each of its lines becomes a message.
 //!
 //! Events arrive straight from S3 (`Records`), as the `s3:TestEvent` (which
-//! forwards nothing), or through EventBridge. S3 invokes the function
+//! forwards nothing), or through EventBridge. A Step Functions Distributed
+//! Map can also hand it batches of an object's items ([`map_batch`]): each
+//! item one message, whatever `MODE` says. S3 invokes the function
 //! asynchronously, so a record that did not reach SQS fails the invocation:
 //! Lambda retries the whole event, then hands it to the on-failure
 //! destination. On FIFO queues, deduplication ids make those retries (and
@@ -28,6 +30,7 @@ pub mod event;
 pub mod handler;
 pub mod lambda;
 pub mod lines;
+pub mod map_batch;
 pub mod messages;
 pub mod object;
 pub mod routing;

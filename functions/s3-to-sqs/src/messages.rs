@@ -51,7 +51,7 @@ pub struct Fifo {
 }
 
 impl Fifo {
-    fn group_id(&self, event: &ObjectEvent) -> Option<String> {
+    pub(crate) fn group_id(&self, event: &ObjectEvent) -> Option<String> {
         if !self.enabled {
             return None;
         }

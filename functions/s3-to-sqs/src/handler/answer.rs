@@ -41,6 +41,10 @@ pub struct Report {
     pub lines_read: u64,
     /// Lines mode: blank lines skipped.
     pub blank_lines: u64,
+    /// A Distributed Map batch: its object and item indexes (`records`
+    /// counts its items).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map_batch: Option<crate::map_batch::BatchObject>,
 }
 
 /// A record that did not reach SQS (or, with `ROUTES`, could not be shaped
@@ -95,6 +99,9 @@ pub enum HandlerError {
         /// What did get through.
         report: Report,
     },
+    /// Some items of a Distributed Map batch did not reach SQS.
+    #[error(transparent)]
+    Items(#[from] crate::map_batch::ItemsNotForwarded),
 }
 
 /// The message itself: the Lambda runtime logs errors with `{:?}`.
@@ -128,6 +135,7 @@ impl From<HandlerError> for lambda_runtime::Diagnostic {
         let error_type = match &e {
             HandlerError::Event(_) => "S3ToSqs.InvalidEvent",
             HandlerError::NotForwarded { .. } => "S3ToSqs.NotForwarded",
+            HandlerError::Items(items) => items.error_type(),
         };
         lambda_runtime::Diagnostic {
             error_type: error_type.into(),
