@@ -105,6 +105,9 @@ pub enum Incoming {
         /// The bucket whose notification was configured, if given.
         bucket: Option<String>,
     },
+    /// The rest of an object, handed on by the invocation before
+    /// (`CONTINUATION`).
+    Continuation(Box<crate::continuation::Continuation>),
 }
 
 /// An event this function cannot read. Retrying it cannot help.
@@ -126,6 +129,9 @@ pub enum EventError {
     /// An event from another service.
     #[error("not an S3 event: {0}")]
     NotS3(String),
+    /// An event this function's configuration does not accept.
+    #[error("refused event: {0}")]
+    Refused(String),
 }
 
 /// The event as lambda_runtime hands it to the function, read by
@@ -161,6 +167,13 @@ struct Shape<'a> {
     bucket: Option<&'a RawValue>,
     #[serde(rename = "detail-type", default, borrow, deserialize_with = "present")]
     detail_type: Option<&'a RawValue>,
+    #[serde(
+        rename = "s3ToSqsContinuation",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
+    continuation: Option<&'a RawValue>,
 }
 
 /// A field that is there, whatever its value (`null` included).
@@ -188,6 +201,10 @@ pub fn parse_json(json: &str) -> Result<Incoming, EventError> {
     }
     let shape: Shape<'_> =
         serde_json::from_str(json).map_err(|e| EventError::Malformed(e.to_string()))?;
+    if let Some(c) = shape.continuation {
+        return crate::continuation::Continuation::parse(c.get())
+            .map(|c| Incoming::Continuation(Box::new(c)));
+    }
     if let Some(records) = shape.records {
         return parse_notification(json, records);
     }

@@ -41,6 +41,9 @@ pub struct Report {
     pub lines_read: u64,
     /// Lines mode: blank lines skipped.
     pub blank_lines: u64,
+    /// Lines mode with `CONTINUATION`: objects whose rest was handed on to
+    /// the next invocation.
+    pub continued: usize,
 }
 
 /// A record that did not reach SQS (or, with `ROUTES`, could not be shaped
