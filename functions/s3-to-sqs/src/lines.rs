@@ -414,3 +414,6 @@ async fn send_chunk<T: Transport>(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod leg_tests;
