@@ -247,17 +247,22 @@ impl<T: Transport> Handler<T> {
     }
 
     /// When a step reading an object of `bucket` hands over: never unless
-    /// `CONTINUATION` allows the bucket.
+    /// `CONTINUATION` allows the bucket; `CONTINUATION_MARGIN_MS` before
+    /// the deadline (at most half the time left), or after
+    /// `CONTINUATION_AFTER_LINES` lines.
     fn hand_over(&self, bucket: &str, deadline: Option<Instant>) -> HandOver {
         let c = &self.settings.continuation;
         if self.invoker.is_none() || !c.allows(bucket) {
             return HandOver::NEVER;
         }
+        // The margin, but at most half the time left: a step always reads
+        // for half its time, whatever the function's timeout.
+        let at = deadline.map(|d| {
+            let left = d.saturating_duration_since(Instant::now());
+            d - std::time::Duration::from_millis(c.margin_ms).min(left / 2)
+        });
         HandOver {
-            at: deadline.map(|d| {
-                d.checked_sub(std::time::Duration::from_millis(c.margin_ms))
-                    .unwrap_or(d)
-            }),
+            at,
             lines: c.after_lines,
         }
     }
