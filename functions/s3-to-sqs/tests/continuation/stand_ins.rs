@@ -275,6 +275,12 @@ pub async fn run_chain(
             let deadline = epoch_ms() + timeout.as_millis() as u64;
             let posted = api.invoke_until(&event, deadline).await;
             let failed = !matches!(posted, Posted::Response { .. });
+            eprintln!(
+                "invocation {} ({}): {}",
+                chain.invocations.len() + 1,
+                event["s3ToSqsContinuation"]["line"],
+                if failed { "failed" } else { "done" }
+            );
             chain.invocations.push((event.clone(), posted));
             let payloads = lambda.payloads().await;
             let queued = payloads.get(lambda.refused()..).unwrap_or_default();
