@@ -176,7 +176,6 @@ async fn million(fifo: bool) -> (QueueRecorder, continuation::stand_ins::Chain) 
             ("LINES_PER_SEND", "1000"),
             // Ten lines a call on the FIFO queue too (one group, in order).
             ("FIFO_ORDER", "batched"),
-            ("LOG_LEVEL", "warn"),
         ],
     );
     let started = std::time::Instant::now();
