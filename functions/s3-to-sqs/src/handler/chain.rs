@@ -55,6 +55,26 @@ impl<T: Transport> Handler<T> {
             ))
             .into());
         }
+        let hand_over = self.hand_over(&c.bucket, deadline);
+        self.leg(c, deadline, hand_over).await
+    }
+
+    /// Read a continuation event's object from its offset to its end, in
+    /// this call, handing nothing on: how the replay command resumes a
+    /// chain's failed step from the on-failure destination (which it
+    /// trusts as it trusts the S3 events there: `CONTINUATION` need not be
+    /// on where it runs).
+    pub async fn resume(&self, c: Continuation) -> Result<Report, HandlerError> {
+        self.leg(c, None, crate::continuation::HandOver::NEVER).await
+    }
+
+    /// One leg of `c`'s chain.
+    async fn leg(
+        &self,
+        c: Continuation,
+        deadline: Option<Instant>,
+        hand_over: crate::continuation::HandOver,
+    ) -> Result<Report, HandlerError> {
         let event = c.object_event();
         let step = Step {
             pin: c.pin(),
@@ -70,7 +90,7 @@ impl<T: Transport> Handler<T> {
             Ok(Resumed { body, gzip }) => {
                 let leg = Leg {
                     start: c.start(),
-                    hand_over: self.hand_over(&c.bucket, deadline),
+                    hand_over,
                 };
                 let read = Read { body, gzip, leg };
                 self.forward_object(0, &event, read, &step, &mut report, deadline)
