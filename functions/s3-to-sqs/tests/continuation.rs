@@ -218,7 +218,10 @@ async fn million(fifo: bool) -> (QueueRecorder, continuation::stand_ins::Chain) 
 async fn a_million_lines_reach_a_fifo_queue_exactly_once_through_a_chain() {
     let (queue, chain) = million(true).await;
     let messages = queue.messages();
-    assert!(messages.iter().all(|m| m.dedup.is_some()), "FIFO ids on every line");
+    assert!(
+        messages.iter().all(|m| m.dedup.is_some()),
+        "FIFO ids on every line"
+    );
     let counts = counts(&messages);
     assert_eq!(counts.len() as u64, MILLION, "every line");
     assert!(counts.values().all(|&n| n == 1), "no line twice");

@@ -65,7 +65,8 @@ impl<T: Transport> Handler<T> {
     /// trusts as it trusts the S3 events there: `CONTINUATION` need not be
     /// on where it runs).
     pub async fn resume(&self, c: Continuation) -> Result<Report, HandlerError> {
-        self.leg(c, None, crate::continuation::HandOver::NEVER).await
+        self.leg(c, None, crate::continuation::HandOver::NEVER)
+            .await
     }
 
     /// One leg of `c`'s chain.
