@@ -10,6 +10,10 @@
 //!   `detail-type` `Object Created`, `Object Deleted`, ...), whose keys are
 //!   not encoded.
 //!
+//! and, with `CONTINUATION`, the function's own continuation event
+//! (`s3ToSqsContinuation`: the rest of an object a previous invocation
+//! handed on), read by [`crate::continuation::Continuation::parse`].
+//!
 //! Each record becomes an [`ObjectEvent`] with its key decoded and its event
 //! named in the notification vocabulary (`ObjectCreated:Put`), whichever way
 //! it came, so that one `EVENT_NAMES` filter and one message shape serve both.
