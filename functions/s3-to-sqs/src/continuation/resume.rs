@@ -95,6 +95,26 @@ pub async fn open_at(s3: &aws_sdk_s3::Client, c: &Continuation) -> Result<Resume
             }
         };
     }
+    let ranged = !by_name && c.offset > 0;
+    if ranged && !gzip {
+        // An endpoint that ignores `Range` answers the whole object: its
+        // lines would be numbered from the wrong place.
+        let expected = format!("bytes {}-", c.offset);
+        if !out
+            .content_range()
+            .is_some_and(|r| r.starts_with(&expected))
+        {
+            return Err(fail(
+                "RangeIgnored",
+                format!(
+                    "GetObject answered {:?} to Range: bytes={}-; the chain cannot go on without ranged reads",
+                    out.content_range().unwrap_or("no Content-Range"),
+                    c.offset
+                ),
+                false,
+            ));
+        }
+    }
     let body = decoded(out.body.into_async_read(), gzip);
     if gzip {
         return skip(body, c).await.map_err(|(code, m, r)| fail(code, m, r));
