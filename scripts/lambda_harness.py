@@ -15,6 +15,11 @@ on an x86_64 machine: `--runner "qemu-aarch64 -L /usr/aarch64-linux-gnu"`.
 The summary line also names the EMF namespaces and dimension sets the
 function wrote.
 
+It also stands in for Lambda's Invoke API (AWS_ENDPOINT_URL_LAMBDA points at
+it): an asynchronous invocation the function makes of itself (s3-to-sqs's
+continuation) is queued and handed to the function after the given events,
+as Lambda would run it.
+
 Standard library only; stops the function when the events are done.
 """
 
@@ -56,6 +61,10 @@ class Runtime:
             request_id = str(uuid.uuid4())
             self.current = (request_id, index, time.monotonic())
             return request_id, self.events[index]
+
+    def queue(self, event):
+        with self.lock:
+            self.events.append(event)
 
     def finish(self, request_id, kind, body):
         with self.lock:
@@ -113,6 +122,12 @@ def make_handler(runtime):
         def do_POST(self):
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            invoke = f"/2015-03-31/functions/{runtime.function_name}/invocations"
+            if self.path.split("?")[0] == invoke:
+                if self.headers.get("X-Amz-Invocation-Type") != "Event":
+                    return self._send(400, b'{"message": "only asynchronous (Event) invocations here"}')
+                runtime.queue(json.loads(body or b"null"))
+                return self._send(202)
             parts = self.path[len(PREFIX):].strip("/").split("/")
             if parts == ["init", "error"]:
                 runtime.init_error = body.decode("utf-8", "replace")
@@ -154,6 +169,7 @@ def main():
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
         "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{name}",
         "AWS_LAMBDA_LOG_STREAM_NAME": "local",
+        "AWS_ENDPOINT_URL_LAMBDA": f"http://127.0.0.1:{server.server_address[1]}",
     })
     for kv in args.env:
         k, _, v = kv.partition("=")
@@ -177,8 +193,10 @@ def main():
 
     reader = threading.Thread(target=read_stdout, daemon=True)
     reader.start()
-    limit = time.monotonic() + args.timeout * len(events) + 30
-    while not runtime.done.is_set() and proc.poll() is None and time.monotonic() < limit:
+    def limit():
+        return started + args.timeout * len(runtime.events) + 30
+
+    while not runtime.done.is_set() and proc.poll() is None and time.monotonic() < limit():
         time.sleep(0.01)
     exited = proc.poll()
     proc.terminate()
@@ -202,7 +220,8 @@ def main():
             totals[m["Name"]] = totals.get(m["Name"], 0) + doc.get(m["Name"], 0)
     summary = {
         "summary": name,
-        "events": len(events),
+        "events": len(runtime.events),
+        "queued": len(runtime.events) - len(events),
         "answered": len(runtime.results),
         "errors": sum(1 for r in runtime.results if r["status"] == "error"),
         "cold_start_ms": round((runtime.first_poll - started) * 1000, 2) if runtime.first_poll else None,
@@ -213,7 +232,7 @@ def main():
         "emf_dimensions": [dict(d) for d in sorted(dimensions)],
     }
     print(json.dumps(summary))
-    ok = runtime.init_error is None and len(runtime.results) == len(events)
+    ok = runtime.init_error is None and len(runtime.results) == len(runtime.events)
     sys.exit(0 if ok else 1)
 
 

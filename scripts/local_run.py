@@ -70,7 +70,10 @@ def invoke(function, files, env):
     lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     summary = next((l for l in lines if "summary" in l), {})
     for r in (l for l in lines if "event" in l):
-        name = os.path.basename(files[r["event"]])
+        if r["event"] < len(files):
+            name = os.path.basename(files[r["event"]])
+        else:  # an invocation the function queued itself (continuation)
+            name = f"  its own invocation {r['event'] - len(files) + 1}"
         answer = r.get("response") if r["status"] == "response" else r.get("error")
         if isinstance(answer, dict) and "statusCode" in answer:  # HTTP: status and body
             answer = f'HTTP {answer["statusCode"]} {short(answer.get("body", ""), 90)}'
@@ -89,7 +92,10 @@ def invoke(function, files, env):
           f"cold start {summary.get('cold_start_ms')} ms")
     if m.get("FilteredOut") or m.get("Unmatched"):
         print(f"   rules: {m.get('FilteredOut', 0)} filtered out, {m.get('Unmatched', 0)} unmatched and dropped")
-    return summary.get("answered") == len(files) and not summary.get("init_error")
+    if summary.get("queued"):
+        print(f"   the function invoked itself {summary['queued']} times (continuation)")
+    answered = summary.get("answered")
+    return answered == summary.get("events", len(files)) and answered is not None and not summary.get("init_error")
 
 
 def show(label, url):
@@ -170,6 +176,27 @@ def s3_lines():
     return path
 
 
+def s3_continued():
+    """An object read by a chain of four invocations (CONTINUATION): 2,000
+    lines, at most 500 an invocation."""
+    bucket = f"local-chain-{STAMP}"
+    s3.create_bucket(Bucket=bucket)
+    body = "".join(json.dumps({"line": i}) + "\n" for i in range(1, 2001))
+    put = s3.put_object(Bucket=bucket, Key="exports/big.ndjson", Body=body.encode())
+    event = json.load(open(os.path.join(ROOT, "events", "s3-put.json"), encoding="utf-8"))
+    rec = event["Records"][0]
+    rec["s3"]["bucket"]["name"] = bucket
+    rec["s3"]["bucket"]["arn"] = f"arn:aws:s3:::{bucket}"
+    rec["s3"]["object"]["key"] = "exports/big.ndjson"
+    rec["s3"]["object"]["size"] = len(body.encode())
+    rec["s3"]["object"]["eTag"] = put["ETag"].strip('"')
+    rec["s3"]["object"].pop("versionId", None)
+    path = os.path.join(ROOT, ".local", "s3-chain-event.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(event, f)
+    return path, bucket
+
+
 def rabbit_setup(queue):
     def setup():
         import pika  # installed by local-run.sh
@@ -198,6 +225,13 @@ def main():
     # Distributed Map batches (what the template's state machine sends): one
     # message per item, whatever MODE says.
     ok &= run("s3-to-sqs", events("sfn-map-batch"), {})
+    # Continuation: one object, a chain of invocations (the harness stands
+    # in for Lambda's Invoke API).
+    chain_event, chain_bucket = s3_continued()
+    ok &= run("s3-to-sqs", [chain_event], {"MODE": "lines", "S3_FORCE_PATH_STYLE": "true",
+                                           "AWS_ENDPOINT_URL_S3": ENDPOINT, "CONTINUATION": "true",
+                                           "CONTINUATION_BUCKETS": chain_bucket,
+                                           "CONTINUATION_AFTER_LINES": "500"})
     ok &= run("apigw-to-sqs", events("apigw"), {})
     if RABBIT:
         queue = f"local-orders-{STAMP}"

@@ -1,9 +1,11 @@
 //! Replaying an S3 event: the original event from the invocation record goes
 //! through s3-to-sqs's own [`Handler`], as Lambda's retry would have sent it
 //! (notification or lines mode, `EVENT_NAMES`, FIFO ids: the function's
-//! settings, read from the same variables).
+//! settings, read from the same variables). A chain's continuation event
+//! resumes its object from the step's offset.
 
-use s3_to_sqs::{Handler, HandlerError};
+use s3_to_sqs::event::parse;
+use s3_to_sqs::{Handler, HandlerError, Incoming};
 use sqs_forwarder::Transport;
 
 use crate::entry::S3Event;
@@ -26,8 +28,15 @@ pub enum EventOutcome {
 }
 
 /// Forward `event` with s3-to-sqs.
+/// A continuation event (a failed step of a chain reading one object over
+/// several invocations) is resumed from its offset to the object's end by
+/// the function's own code ([`Handler::resume`]).
 pub async fn replay<T: Transport>(handler: &Handler<T>, event: &S3Event) -> EventOutcome {
-    match handler.handle(event.payload.clone(), None).await {
+    let answer = match parse(event.payload.clone()) {
+        Ok(Incoming::Continuation(c)) => handler.resume(*c).await,
+        _ => handler.handle(event.payload.clone(), None).await,
+    };
+    match answer {
         Ok(report) => EventOutcome::Sent {
             records: report.records,
             messages: report.messages_sent,

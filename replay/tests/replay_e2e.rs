@@ -757,3 +757,86 @@ fn a_missing_on_failure_queue_or_a_bad_limit_is_a_usage_error() {
         );
     }
 }
+
+/// A failed step of an s3-to-sqs chain (continuation) is resumed from its
+/// offset by the function's own code: the lines before it, which the chain
+/// had sent, are not sent again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_continuation_step_resumes_from_its_offset() {
+    let s3 = {
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .region(aws_sdk_s3::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_s3::config::Credentials::new(
+                "test", "test", None, None, "tests",
+            ))
+            .endpoint_url(endpoint())
+            .force_path_style(true)
+            .build();
+        aws_sdk_s3::Client::from_conf(conf)
+    };
+    let bucket = unique("replay-chain");
+    s3.create_bucket()
+        .bucket(&bucket)
+        .send()
+        .await
+        .expect("bucket");
+    let data = b"one\ntwo\nthree\nfour\nfive\nsix\n";
+    let put = s3
+        .put_object()
+        .bucket(&bucket)
+        .key("big.log")
+        .body(aws_sdk_s3::primitives::ByteStream::from_static(data))
+        .send()
+        .await
+        .expect("put object");
+    let etag = put.e_tag().expect("etag").trim_matches('"').to_owned();
+    let record = json!({
+        "version": "1.0",
+        "timestamp": "2026-12-05T10:16:05.568Z",
+        "requestContext": {
+            "requestId": "e4b46cbf-b738-4a3f-8880-a18cdf61200f",
+            "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:stack-s3-to-sqs:$LATEST",
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": 3
+        },
+        "requestPayload": {"s3ToSqsContinuation": {
+            "version": 1, "chain": "0123456789abcdef", "step": 2,
+            "bucket": bucket, "key": "big.log", "etag": etag,
+            "offset": "one\ntwo\nthree\n".len(), "line": 4,
+            "event": {"via": "notification", "eventName": "ObjectCreated:Put", "sequencer": "0A1B"}
+        }},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorType": "S3ToSqs.NotForwarded", "errorMessage": "..."}
+    });
+    let failure_queue = create_queue(&client(), "replay-failures", &[]).await;
+    let target = create_queue(&client(), "replay-target", &[]).await;
+    send_entry(&failure_queue, &record.to_string()).await;
+    let lines_mode = [("MODE", "lines"), ("S3_FORCE_PATH_STYLE", "true")];
+    let (out, stdout) = replay(&target, &failure_queue, &[], &lines_mode);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("replayed: 1 S3 records, 3 messages sent; deleted"),
+        "{stdout}"
+    );
+    let got = drain(&client(), &target, 3).await;
+    let mut lines: Vec<(String, String)> = got
+        .iter()
+        .map(|m| {
+            let line = attributes(m)
+                .get("line")
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+                .unwrap_or_default();
+            (line, m.body().expect("body").to_owned())
+        })
+        .collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            ("4".to_owned(), "four".to_owned()),
+            ("5".to_owned(), "five".to_owned()),
+            ("6".to_owned(), "six".to_owned())
+        ]
+    );
+}

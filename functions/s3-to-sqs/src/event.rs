@@ -12,6 +12,10 @@
 //! * a Step Functions Distributed Map batch (`Items` and `BatchInput`):
 //!   items of one object, read by the map's `ItemReader` (`map_batch.rs`).
 //!
+//! and, with `CONTINUATION`, the function's own continuation event
+//! (`s3ToSqsContinuation`: the rest of an object a previous invocation
+//! handed on), read by [`crate::continuation::Continuation::parse`].
+//!
 //! Each record becomes an [`ObjectEvent`] with its key decoded and its event
 //! named in the notification vocabulary (`ObjectCreated:Put`), whichever way
 //! it came, so that one `EVENT_NAMES` filter and one message shape serve both.
@@ -114,6 +118,9 @@ pub enum Incoming {
     },
     /// A Distributed Map batch (`event/map_batch.rs`).
     MapBatch(Box<MapBatch>),
+    /// The rest of an object, handed on by the invocation before
+    /// (`CONTINUATION`).
+    Continuation(Box<crate::continuation::Continuation>),
 }
 
 /// An event this function cannot read. Retrying it cannot help.
@@ -135,6 +142,9 @@ pub enum EventError {
     /// An event from another service.
     #[error("not an S3 event: {0}")]
     NotS3(String),
+    /// An event this function's configuration does not accept.
+    #[error("refused event: {0}")]
+    Refused(String),
 }
 
 /// The event as lambda_runtime hands it to the function, read by
@@ -174,6 +184,13 @@ struct Shape<'a> {
     items: Option<&'a RawValue>,
     #[serde(rename = "BatchInput", default, borrow, deserialize_with = "present")]
     batch_input: Option<&'a RawValue>,
+    #[serde(
+        rename = "s3ToSqsContinuation",
+        default,
+        borrow,
+        deserialize_with = "present"
+    )]
+    continuation: Option<&'a RawValue>,
 }
 
 /// A field that is there, whatever its value (`null` included).
@@ -201,6 +218,10 @@ pub fn parse_json(json: &str) -> Result<Incoming, EventError> {
     }
     let shape: Shape<'_> =
         serde_json::from_str(json).map_err(|e| EventError::Malformed(e.to_string()))?;
+    if let Some(c) = shape.continuation {
+        return crate::continuation::Continuation::parse(c.get())
+            .map(|c| Incoming::Continuation(Box::new(c)));
+    }
     if let Some(records) = shape.records {
         return parse_notification(json, records);
     }

@@ -4,20 +4,24 @@
 //! the event and finally hands it to the on-failure destination. The
 //! answer's types are in `handler/answer.rs`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 use sqs_forwarder::route::Router;
 use sqs_forwarder::setup::on_first_use::OnFirstUse;
 use sqs_forwarder::{Forwarder, Outcome, Transport};
 use tokio::time::Instant;
 
+use crate::continuation::{HandOver, SelfInvoke, Start};
 use crate::event::{EventError, Incoming, ObjectEvent, parse};
-use crate::lines::{Chunking, forward_lines};
+use crate::lines::{Chunking, Leg, forward_leg};
 use crate::messages::{Fifo, notification_message};
 use crate::object::{Opened, open};
 use crate::routing::{Ruled, Skipped, body_bytes, plan, send_all};
 use crate::settings::{Mode, Settings};
 
 mod answer;
+mod chain;
 
 use answer::lines_reason;
 pub use answer::{HandlerError, RecordFailure, Report};
@@ -29,6 +33,7 @@ pub struct Handler<T> {
     settings: Settings,
     router: Router<T>,
     s3: OnFirstUse<aws_sdk_s3::Client>,
+    invoker: Option<Arc<dyn SelfInvoke>>,
 }
 
 impl<T: Transport> Handler<T> {
@@ -54,7 +59,15 @@ impl<T: Transport> Handler<T> {
             settings,
             router,
             s3: s3.into(),
+            invoker: None,
         }
+    }
+
+    /// The handler handing objects' rests on through `invoker` when
+    /// `CONTINUATION` allows (lines mode).
+    pub fn with_continuation(mut self, invoker: Arc<dyn SelfInvoke>) -> Self {
+        self.invoker = Some(invoker);
+        self
     }
 
     /// The settings.
@@ -119,6 +132,7 @@ impl<T: Transport> Handler<T> {
                 )
                 .await;
             }
+            Incoming::Continuation(c) => return self.continued(*c, deadline).await,
         };
         let mut report = Report {
             records: objects.len(),
@@ -202,11 +216,6 @@ impl<T: Transport> Handler<T> {
         report: &mut Report,
         deadline: Option<Instant>,
     ) -> Vec<RecordFailure> {
-        let fifo = self.fifo();
-        let chunking = Chunking {
-            lines: self.settings.lines_per_send,
-            bytes: self.settings.lines_bytes_per_send,
-        };
         let mut failures = Vec::new();
         for &(index, event) in selected {
             let fail = |reason: String, retryable: bool| {
@@ -217,8 +226,8 @@ impl<T: Transport> Handler<T> {
                 report.not_created += 1;
                 continue;
             }
-            let (body, gzip) = match open(self.s3.get(), event).await {
-                Ok(Opened::Body { body, gzip }) => (body, gzip),
+            let (body, gzip, pin) = match open(self.s3.get(), event).await {
+                Ok(Opened::Body { body, gzip, pin }) => (body, gzip, pin),
                 Ok(Opened::Superseded) => {
                     tracing::warn!(record = index, bucket = %event.bucket, key = %event.key, etag = event.etag.as_deref().unwrap_or(""), "the object was overwritten after this event (its ETag changed); its lines are gone and the newer upload has its own event");
                     report.superseded += 1;
@@ -226,57 +235,134 @@ impl<T: Transport> Handler<T> {
                 }
                 Err(e) => {
                     tracing::error!(record = index, error = %e, "cannot read the object");
-                    let version = e
-                        .version
-                        .as_deref()
-                        .map(|v| format!(" (version {v})"))
-                        .unwrap_or_default();
-                    failures.push(fail(
-                        format!(
-                            "cannot read the object{version}: {}: {} ({})",
-                            e.code,
-                            e.message,
-                            if e.retryable {
-                                "retryable"
-                            } else {
-                                "not retryable"
-                            }
-                        ),
-                        e.retryable,
-                    ));
+                    failures.push(fail(object_reason(&e), e.retryable));
                     continue;
                 }
             };
-            report.objects_read += 1;
-            let lines = forward_lines(body, event, &self.router, fifo, chunking, deadline).await;
-            tracing::info!(
-                record = index,
-                bucket = %event.bucket,
-                key = %event.key,
-                gzip,
-                lines = lines.lines,
-                sent = lines.sent,
-                dropped = lines.dropped,
-                filtered_out = lines.skipped.filtered_out,
-                unmatched = lines.skipped.unmatched,
-                blank = lines.blank,
-                failed = lines.failed,
-                "object forwarded line by line"
-            );
-            report.lines_read += lines.lines;
-            report.blank_lines += lines.blank;
-            report.messages_sent += lines.sent;
-            report.messages_dropped += lines.dropped;
-            report.routes_filtered_out += lines.skipped.filtered_out;
-            report.routes_unmatched += lines.skipped.unmatched;
-            if !lines.complete() {
-                let retryable =
-                    lines.retryable || lines.read_error.as_ref().is_some_and(|e| e.retryable);
-                failures.push(fail(lines_reason(&lines), retryable));
+            let step = chain::Step::first(event, pin);
+            let leg = Leg {
+                start: Start::BEGINNING,
+                hand_over: self.hand_over(&event.bucket, deadline),
+            };
+            let read = Read { body, gzip, leg };
+            if let Some(f) = self
+                .forward_object(index, event, read, &step, report, deadline)
+                .await
+            {
+                failures.push(f);
             }
         }
         failures
     }
+
+    /// When a step reading an object of `bucket` hands over: never unless
+    /// `CONTINUATION` allows the bucket; `CONTINUATION_MARGIN_MS` before
+    /// the deadline (at most half the time left), or after
+    /// `CONTINUATION_AFTER_LINES` lines.
+    fn hand_over(&self, bucket: &str, deadline: Option<Instant>) -> HandOver {
+        let c = &self.settings.continuation;
+        if self.invoker.is_none() || !c.allows(bucket) {
+            return HandOver::NEVER;
+        }
+        // The margin, but at most half the time left: a step always reads
+        // for half its time, whatever the function's timeout.
+        let at = deadline.map(|d| {
+            let left = d.saturating_duration_since(Instant::now());
+            d - std::time::Duration::from_millis(c.margin_ms).min(left / 2)
+        });
+        HandOver {
+            at,
+            lines: c.after_lines,
+        }
+    }
+
+    /// Forward an opened object's lines (from the leg's start), tally them
+    /// in `report`, and hand the rest on when the leg stopped early; a
+    /// failure names the record.
+    async fn forward_object(
+        &self,
+        index: usize,
+        event: &ObjectEvent,
+        read: Read,
+        step: &chain::Step,
+        report: &mut Report,
+        deadline: Option<Instant>,
+    ) -> Option<RecordFailure> {
+        let fifo = self.fifo();
+        let chunking = Chunking {
+            lines: self.settings.lines_per_send,
+            bytes: self.settings.lines_bytes_per_send,
+        };
+        let Read { body, gzip, leg } = read;
+        report.objects_read += 1;
+        let lines = forward_leg(body, event, &self.router, fifo, chunking, deadline, leg).await;
+        tracing::info!(
+            record = index,
+            bucket = %event.bucket,
+            key = %event.key,
+            gzip,
+            first_line = leg.start.line,
+            lines = lines.lines,
+            sent = lines.sent,
+            dropped = lines.dropped,
+            filtered_out = lines.skipped.filtered_out,
+            unmatched = lines.skipped.unmatched,
+            blank = lines.blank,
+            failed = lines.failed,
+            handed_over_at_line = lines.handed_over.map(|s| s.line),
+            "object forwarded line by line"
+        );
+        report.lines_read += lines.lines;
+        report.blank_lines += lines.blank;
+        report.messages_sent += lines.sent;
+        report.messages_dropped += lines.dropped;
+        report.routes_filtered_out += lines.skipped.filtered_out;
+        report.routes_unmatched += lines.skipped.unmatched;
+        if !lines.complete() {
+            let retryable =
+                lines.retryable || lines.read_error.as_ref().is_some_and(|e| e.retryable);
+            return Some(RecordFailure::new(
+                index,
+                event,
+                lines_reason(&lines),
+                retryable,
+            ));
+        }
+        let at = lines.handed_over?;
+        match self.hand_on(event, step, at).await {
+            Ok(()) => {
+                report.continued += 1;
+                None
+            }
+            Err(reason) => Some(RecordFailure::new(index, event, reason, true)),
+        }
+    }
+}
+
+/// An opened object and the part of it to read.
+struct Read {
+    body: crate::object::ObjectBody,
+    gzip: bool,
+    leg: Leg,
+}
+
+/// Why an object could not be opened, for the record's failure.
+fn object_reason(e: &crate::object::ObjectError) -> String {
+    let version = e
+        .version
+        .as_deref()
+        .map(|v| format!(" (version {v})"))
+        .unwrap_or_default();
+    format!(
+        "cannot read the object{version}: {}: {} ({})",
+        e.code,
+        e.message,
+        if e.retryable {
+            "retryable"
+        } else {
+            "not retryable"
+        }
+    )
 }
 
 #[cfg(test)]

@@ -9,6 +9,9 @@ use sqs_forwarder::setup::on_first_use::OnFirstUse;
 use sqs_forwarder::setup::startup::{ColdStart, Kept, StartError, Started};
 use sqs_forwarder::{ConfigError, Env, GroupIds, SqsTransport};
 
+use std::sync::Arc;
+
+use crate::continuation::{LambdaInvoke, SelfInvoke, lambda_client};
 use crate::event::Event;
 use crate::{Handler, HandlerError, SERVICE, Settings, reader_sdk, s3_client};
 
@@ -40,11 +43,20 @@ impl ColdStart for Lambda {
         // client loads every system root certificate.
         let reader = reader_sdk(&started.sdk, started.config.assume_role.is_some()).await;
         let force_path_style = settings.s3_force_path_style;
+        // The function invokes itself with its own credentials too; the
+        // Lambda client is built on the first hand-over.
+        let invoker = settings.continuation.function_name.clone().map(|name| {
+            let own = reader.clone();
+            let client = OnFirstUse::new(move || lambda_client(&own));
+            Arc::new(LambdaInvoke::new(client, name)) as Arc<dyn SelfInvoke>
+        });
         let s3 = OnFirstUse::new(move || s3_client(&reader, force_path_style));
-        Ok(Lambda {
-            kept: started.kept(),
-            handler: Handler::routed(settings, started.router, s3),
-        })
+        let kept = started.kept();
+        let mut handler = Handler::routed(settings, started.router, s3);
+        if let Some(invoker) = invoker {
+            handler = handler.with_continuation(invoker);
+        }
+        Ok(Lambda { kept, handler })
     }
 }
 

@@ -25,7 +25,12 @@
 //! (`EVENT_NAMES`) → [`messages`] (build messages) or, in lines mode,
 //! [`object`] (open the object) → [`lines`] (read and forward lines) →
 //! [`routing`] (the rules' plan, the router) → [`handler`] (the answer).
+//!
+//! With `CONTINUATION=true`, an object too big for one invocation is read
+//! by a chain of invocations, each handing the rest on to the next
+//! ([`continuation`]).
 
+pub mod continuation;
 pub mod event;
 pub mod handler;
 pub mod lambda;

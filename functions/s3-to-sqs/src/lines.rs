@@ -20,6 +20,7 @@ use sqs_forwarder::{Failure, Outcome, Routed, Transport};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::time::Instant;
 
+use crate::continuation::{HandOver, Start};
 use crate::event::ObjectEvent;
 use crate::messages::{Fifo, line_message};
 use crate::routing::{Ruled, Skipped, plan, send_all};
@@ -43,16 +44,39 @@ pub struct LineReader<R> {
     inner: R,
     cap: usize,
     number: u64,
+    offset: u64,
 }
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// A reader keeping at most `cap` bytes of a line.
     pub fn new(inner: R, cap: usize) -> Self {
+        Self::resuming(inner, cap, Start::BEGINNING)
+    }
+
+    /// A reader over a stream positioned at `start` (a continuation step):
+    /// its first line is numbered `start.line`, its offsets count from
+    /// `start.offset`.
+    pub fn resuming(inner: R, cap: usize, start: Start) -> Self {
         LineReader {
             inner,
             cap,
-            number: 0,
+            number: start.line.saturating_sub(1),
+            offset: start.offset,
         }
+    }
+
+    /// Where the next line starts: bytes of the (decoded) object before it
+    /// and its number.
+    pub fn position(&self) -> Start {
+        Start {
+            offset: self.offset,
+            line: self.number + 1,
+        }
+    }
+
+    /// Whether the stream has no byte left.
+    pub async fn at_end(&mut self) -> io::Result<bool> {
+        Ok(self.inner.fill_buf().await?.is_empty())
     }
 
     /// The next line, or `None` at the end.
@@ -77,6 +101,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             let room = self.cap.saturating_sub(bytes.len());
             bytes.extend_from_slice(&part[..part.len().min(room)]);
             self.inner.consume(used);
+            self.offset += used as u64;
             if done {
                 break;
             }
@@ -122,6 +147,8 @@ pub struct LinesReport {
     pub stopped_after: Option<u64>,
     /// Set when the object could not be read to its end.
     pub read_error: Option<ReadError>,
+    /// Set when the step stopped to hand the rest on: where the rest starts.
+    pub handed_over: Option<Start>,
 }
 
 /// The stream broke off, or the data was not what it claimed to be.
@@ -187,6 +214,40 @@ where
     R: AsyncBufRead + Unpin,
     T: Transport,
 {
+    let leg = Leg {
+        start: Start::BEGINNING,
+        hand_over: HandOver::NEVER,
+    };
+    forward_leg(reader, event, router, fifo, chunking, deadline, leg).await
+}
+
+/// Which part of an object one invocation reads: from `start`, until the
+/// end or until `hand_over` is due.
+#[derive(Debug, Clone, Copy)]
+pub struct Leg {
+    /// Where the stream given is positioned.
+    pub start: Start,
+    /// When to stop and hand the rest on.
+    pub hand_over: HandOver,
+}
+
+/// [`forward_lines`] for one leg of a chain: the stream is at
+/// `leg.start`; when `leg.hand_over` is due, the lines read so far are
+/// sent, and if every one of them is settled and the object has more, the
+/// report's `handed_over` says where the rest starts.
+pub async fn forward_leg<R, T>(
+    reader: R,
+    event: &ObjectEvent,
+    router: &Router<T>,
+    fifo: Fifo,
+    chunking: Chunking,
+    deadline: Option<Instant>,
+    leg: Leg,
+) -> LinesReport
+where
+    R: AsyncBufRead + Unpin,
+    T: Transport,
+{
     let default = router.default_target();
     let largest = router
         .targets()
@@ -201,11 +262,27 @@ where
         ..fifo
     };
     let routes = router.routes();
-    let mut reader = LineReader::new(reader, cap);
+    let mut reader = LineReader::resuming(reader, cap, leg.start);
     let mut report = LinesReport::default();
     let mut chunk = Vec::new();
     let mut chunk_bytes = 0usize;
     loop {
+        if leg.hand_over.due(report.lines) {
+            if !chunk.is_empty()
+                && !send_chunk(router, std::mem::take(&mut chunk), deadline, &mut report).await
+            {
+                report.stopped_after = Some(reader.position().line - 1);
+                return report;
+            }
+            if report.complete() {
+                match reader.at_end().await {
+                    Ok(true) => {}
+                    Ok(false) => report.handed_over = Some(reader.position()),
+                    Err(e) => report.read_error = Some(read_error(&e)),
+                }
+            }
+            return report;
+        }
         let line = match reader.next_line().await {
             Ok(line) => line,
             Err(e) => {
@@ -214,7 +291,7 @@ where
             }
         };
         let Some(line) = line else { break };
-        report.lines = line.number;
+        report.lines += 1;
         if line.len == 0 {
             report.blank += 1;
             continue;
@@ -264,7 +341,7 @@ where
             let go_on = send_chunk(router, std::mem::take(&mut chunk), deadline, &mut report).await;
             chunk_bytes = 0;
             if !go_on {
-                report.stopped_after = Some(report.lines);
+                report.stopped_after = Some(reader.position().line - 1);
                 return report;
             }
         }
@@ -338,3 +415,6 @@ async fn send_chunk<T: Transport>(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod leg_tests;

@@ -26,6 +26,9 @@ pub enum Opened {
         body: ObjectBody,
         /// Whether it is being decompressed.
         gzip: bool,
+        /// The version and ETag S3 answered with (a continuation reads
+        /// only these).
+        pin: crate::continuation::Pin,
     },
     /// The object changed after the event (an unversioned bucket).
     Superseded,
@@ -91,7 +94,7 @@ pub fn is_gzip(key: &str, content_encoding: Option<&str>) -> bool {
     by_name || by_encoding
 }
 
-fn quoted(etag: &str) -> String {
+pub(crate) fn quoted(etag: &str) -> String {
     if etag.starts_with('"') {
         etag.to_owned()
     } else {
@@ -133,8 +136,12 @@ pub async fn open(s3: &aws_sdk_s3::Client, event: &ObjectEvent) -> Result<Opened
         }
     };
     let gzip = is_gzip(&event.key, out.content_encoding());
+    let pin = crate::continuation::Pin {
+        version_id: out.version_id().map(str::to_owned),
+        etag: out.e_tag().map(|e| e.trim_matches('"').to_owned()),
+    };
     let body = decoded(out.body.into_async_read(), gzip);
-    Ok(Opened::Body { body, gzip })
+    Ok(Opened::Body { body, gzip, pin })
 }
 
 /// The body as lines are read from it: gunzipped (every member of a
@@ -153,7 +160,7 @@ pub fn decoded(raw: impl AsyncBufRead + Send + 'static, gzip: bool) -> ObjectBod
 /// when S3 answered. A service error without a code is named for its
 /// status (a `HEAD`-like 404/403/412 carries no body); anything else is
 /// read as every SDK error is ([`sqs_forwarder::send::codes::sdk_error_parts`]).
-fn error_parts(
+pub(crate) fn error_parts(
     err: &SdkError<GetObjectError, aws_sdk_s3::config::http::HttpResponse>,
 ) -> (String, String, Option<u16>) {
     match err {

@@ -5,6 +5,8 @@
 use sqs_forwarder::setup::env::{Variable, Word};
 use sqs_forwarder::{ConfigError, Env};
 
+use crate::continuation::ContinuationSettings;
+
 /// `MODE`.
 pub const MODE: Variable = Variable::words::<Mode>("MODE", "notification");
 /// `EVENT_NAMES`.
@@ -37,6 +39,10 @@ pub const VARIABLES: &[Variable] = &[
     LINES_PER_SEND,
     LINES_BYTES_PER_SEND,
     S3_FORCE_PATH_STYLE,
+    crate::continuation::CONTINUATION,
+    crate::continuation::CONTINUATION_BUCKETS,
+    crate::continuation::CONTINUATION_MARGIN_MS,
+    crate::continuation::CONTINUATION_AFTER_LINES,
 ];
 
 /// What becomes a message.
@@ -153,6 +159,8 @@ pub struct Settings {
     pub lines_bytes_per_send: usize,
     /// `S3_FORCE_PATH_STYLE`: path-style S3 addressing (local endpoints).
     pub s3_force_path_style: bool,
+    /// `CONTINUATION` and its variables (lines mode).
+    pub continuation: ContinuationSettings,
 }
 
 impl Default for Settings {
@@ -166,13 +174,15 @@ impl Default for Settings {
 impl Settings {
     /// Read and check every variable in [`VARIABLES`].
     pub fn from_env(env: &Env) -> Result<Self, ConfigError> {
+        let mode = env.choice(&MODE)?;
         Ok(Settings {
-            mode: env.choice(&MODE)?,
+            mode,
             event_filter: EventFilter::parse(EVENT_NAMES.name, &env.text(&EVENT_NAMES))?,
             group_by: env.choice(&GROUP_BY)?,
             lines_per_send: env.required_number(&LINES_PER_SEND)? as usize,
             lines_bytes_per_send: env.required_number(&LINES_BYTES_PER_SEND)? as usize,
             s3_force_path_style: env.flag(&S3_FORCE_PATH_STYLE)?,
+            continuation: ContinuationSettings::from_env(env, mode == Mode::Lines)?,
         })
     }
 
@@ -197,6 +207,10 @@ mod tests {
             lines_per_send: 5000,
             lines_bytes_per_send: 8 * 1024 * 1024,
             s3_force_path_style: false,
+            continuation: ContinuationSettings {
+                margin_ms: 60_000,
+                ..ContinuationSettings::default()
+            },
         };
         assert_eq!(s, defaults);
         assert_eq!(Settings::default(), defaults);

@@ -28,6 +28,10 @@ const BAD: &[(&str, &str, &str)] = &[
     ("LINES_PER_SEND", "0", "1 to 100000"),
     ("LINES_BYTES_PER_SEND", "1048575", "1048576"),
     ("S3_FORCE_PATH_STYLE", "yes", "true"),
+    ("CONTINUATION", "yes", "true"),
+    ("CONTINUATION_BUCKETS", "Not_A_Bucket", "bucket names"),
+    ("CONTINUATION_MARGIN_MS", "10", "1000 to 840000"),
+    ("CONTINUATION_AFTER_LINES", "-1", "0 to"),
 ];
 
 /// The table as the shared checks take it.

@@ -45,6 +45,9 @@ pub struct Report {
     /// counts its items).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub map_batch: Option<crate::map_batch::BatchObject>,
+    /// Lines mode with `CONTINUATION`: objects whose rest was handed on to
+    /// the next invocation.
+    pub continued: usize,
 }
 
 /// A record that did not reach SQS (or, with `ROUTES`, could not be shaped
