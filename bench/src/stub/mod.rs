@@ -165,19 +165,35 @@ fn json_reply(status: StatusCode, value: &serde_json::Value) -> Reply {
     )
 }
 
-fn get_object(state: &Shared, path: &str, head: bool) -> Reply {
+/// `GetObject` (`HEAD` too): the whole object, or from `Range: bytes=N-`
+/// (the only form s3-to-sqs's continuation asks for) with 206.
+fn get_object(state: &Shared, path: &str, head: bool, range: Option<&str>) -> Reply {
     let key = path.trim_start_matches('/');
     let object = lock(state).config.objects.get(key).cloned();
     match object {
         Some(bytes) => {
             count_other(state, "GetObject");
+            let total = bytes.len();
+            let from = range
+                .and_then(|r| r.strip_prefix("bytes="))
+                .and_then(|r| r.strip_suffix('-'))
+                .and_then(|n| n.parse::<usize>().ok());
+            let (status, bytes) = match from {
+                Some(n) if n < total => (StatusCode::PARTIAL_CONTENT, bytes.slice(n..)),
+                _ => (StatusCode::OK, bytes),
+            };
             let len = bytes.len();
             let mut r = reply(
-                StatusCode::OK,
+                status,
                 "application/octet-stream",
                 if head { Bytes::new() } else { bytes },
             );
             let h = r.headers_mut();
+            if status == StatusCode::PARTIAL_CONTENT
+                && let Ok(v) = format!("bytes {}-{}/{total}", total - len, total - 1).parse()
+            {
+                h.insert(hyper::header::CONTENT_RANGE, v);
+            }
             h.insert("etag", hyper::header::HeaderValue::from_static("\"bench\""));
             if let Ok(v) = len.to_string().parse() {
                 h.insert(hyper::header::CONTENT_LENGTH, v);
@@ -312,6 +328,11 @@ async fn handle(state: Shared, req: Request<Incoming>) -> Result<Reply, DropConn
         .get("x-amz-target")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let range = req
+        .headers()
+        .get(hyper::header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
@@ -334,7 +355,12 @@ async fn handle(state: Shared, req: Request<Incoming>) -> Result<Reply, DropConn
     Ok(if let Some(target) = target {
         return sqs_call(&state, &target, body).await;
     } else if method == Method::GET || method == Method::HEAD {
-        get_object(&state, &path, method == Method::HEAD)
+        get_object(&state, &path, method == Method::HEAD, range.as_deref())
+    } else if method == Method::POST && path.starts_with("/2015-03-31/functions/") {
+        // Lambda's Invoke (s3-to-sqs's continuation hands an object on):
+        // taken, counted, not run.
+        count_other(&state, "Invoke");
+        reply(StatusCode::ACCEPTED, "application/json", "")
     } else {
         reply(StatusCode::BAD_REQUEST, "text/plain", "no X-Amz-Target")
     })
