@@ -217,7 +217,12 @@ def main():
             for dims in directive.get("Dimensions", []):
                 dimensions.add(tuple((d, str(doc.get(d))) for d in dims))
         for m in doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
-            totals[m["Name"]] = totals.get(m["Name"], 0) + doc.get(m["Name"], 0)
+            # EMF takes a value or an array of values (up to 100 per
+            # metric and document): the total counts every value.
+            value = doc.get(m["Name"], 0)
+            values = value if isinstance(value, list) else [value]
+            totals[m["Name"]] = totals.get(m["Name"], 0) + sum(
+                v for v in values if isinstance(v, (int, float)))
     summary = {
         "summary": name,
         "events": len(runtime.events),

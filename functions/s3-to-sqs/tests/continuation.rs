@@ -105,17 +105,32 @@ fn function(
     bucket: &str,
     extra: &[(&str, &str)],
 ) -> FunctionProcess {
-    let (s3, sqs, invoke, url) = (
-        endpoint(),
-        queue.endpoint(),
-        lambda.endpoint(),
-        queue.queue_url(),
-    );
+    function_to(
+        api,
+        &queue.endpoint(),
+        &queue.queue_url(),
+        lambda,
+        bucket,
+        extra,
+    )
+}
+
+/// The function, continuing objects of `bucket`, sending to the queue at
+/// `url` through the SQS endpoint `sqs`.
+fn function_to(
+    api: &RuntimeApi,
+    sqs: &str,
+    url: &str,
+    lambda: &LambdaApi,
+    bucket: &str,
+    extra: &[(&str, &str)],
+) -> FunctionProcess {
+    let (s3, invoke) = (endpoint(), lambda.endpoint());
     let mut env = vec![
-        ("QUEUE_URL", url.as_str()),
+        ("QUEUE_URL", url),
         ("AWS_ENDPOINT_URL", s3.as_str()),
         ("AWS_ENDPOINT_URL_S3", s3.as_str()),
-        ("AWS_ENDPOINT_URL_SQS", sqs.as_str()),
+        ("AWS_ENDPOINT_URL_SQS", sqs),
         ("AWS_ENDPOINT_URL_LAMBDA", invoke.as_str()),
         ("AWS_ACCESS_KEY_ID", "test"),
         ("AWS_SECRET_ACCESS_KEY", "test"),
@@ -468,5 +483,122 @@ async fn continuation_events_are_refused_when_malformed_or_for_another_bucket() 
         error.error_message.contains("CONTINUATION_BUCKETS"),
         "{}",
         error.error_message
+    );
+}
+
+fn sqs() -> aws_sdk_sqs::Client {
+    let conf = aws_sdk_sqs::Config::builder()
+        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+        .region(aws_sdk_sqs::config::Region::new("us-east-1"))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .endpoint_url(endpoint())
+        .build();
+    aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// Every message of `url`, received and deleted until the queue answers
+/// empty three times in a row: each message's `line` attribute.
+async fn drain_lines(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<u64> {
+    let mut lines = Vec::new();
+    let mut empty = 0;
+    while empty < 3 {
+        let got = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .expect("receive");
+        let messages = got.messages();
+        if messages.is_empty() {
+            empty += 1;
+            continue;
+        }
+        empty = 0;
+        let mut delete = sqs.delete_message_batch().queue_url(url);
+        for (i, m) in messages.iter().enumerate() {
+            let line = m
+                .message_attributes()
+                .and_then(|a| a.get("line"))
+                .and_then(|v| v.string_value())
+                .and_then(|v| v.parse::<u64>().ok())
+                .expect("a line attribute");
+            assert_eq!(
+                m.body(),
+                Some(line.to_string().as_str()),
+                "body and line agree"
+            );
+            lines.push(line);
+            delete = delete.entries(
+                aws_sdk_sqs::types::DeleteMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .build()
+                    .expect("entry"),
+            );
+        }
+        delete.send().await.expect("delete");
+    }
+    lines
+}
+
+/// The same chain against the local SQS (moto) rather than the recording
+/// endpoint: a FIFO queue, five steps of 100 lines, the first hand-over
+/// refused so that step is retried and sends its lines again. What the
+/// queue holds afterwards, read back: every line once (SQS's deduplication
+/// by the lines' ids, which the chain keeps), in order.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_with_a_retried_step_leaves_every_line_once_in_the_local_fifo_queue() {
+    let s3 = s3();
+    let b = bucket(&s3, "e2e-chain-moto").await;
+    let etag = put(&s3, &b, "m.log", numbered(500)).await;
+    let sqs = sqs();
+    let url = sqs
+        .create_queue()
+        .queue_name(format!("{b}.fifo"))
+        .attributes(aws_sdk_sqs::types::QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url()
+        .expect("queue url")
+        .to_owned();
+    let lambda = LambdaApi::start(1).await;
+    let api = RuntimeApi::start().await;
+    let _f = function_to(
+        &api,
+        &endpoint(),
+        &url,
+        &lambda,
+        &b,
+        &[("CONTINUATION_AFTER_LINES", "100")],
+    );
+    let chain = run_chain(
+        &api,
+        &lambda,
+        notification(&b, "m.log", &etag),
+        Duration::from_secs(120),
+    )
+    .await;
+    assert!(chain.on_failure.is_none(), "{:?}", chain.invocations.last());
+    assert_eq!(chain.steps(), 5, "five steps of 100 lines");
+    assert_eq!(
+        chain.invocations.len(),
+        6,
+        "the first step failed once (its hand-over refused) and was retried"
+    );
+    let lines = drain_lines(&sqs, &url).await;
+    assert_eq!(
+        lines.len(),
+        500,
+        "every line once, the retry's copies dropped by SQS"
+    );
+    assert_eq!(
+        lines,
+        (1..=500).collect::<Vec<u64>>(),
+        "in the object's order"
     );
 }
