@@ -44,6 +44,9 @@
   when set, ApiRoutedPath's route and its rule (scripts/check_routed_path.py),
   every parameter in a console group, the routing parameters documented;
   each with its negative tests;
+* continuation (scripts/check_continuation.py): off by default; with it on,
+  lambda:InvokeFunction on the function itself only, its name and variables,
+  the rule that wants lines mode; each with its negative tests;
 * the Distributed Map (scripts/check_distributed_map.py): off by default;
   with it on, cfn-lint, SAM's translator and asl-validator (the state
   machine's definition, rendered) pass, the definition is what s3-to-sqs
@@ -67,6 +70,7 @@ import sys
 from cfnlint.decode import cfn_yaml
 
 import check_dashboard  # noqa: E402
+import check_continuation  # noqa: E402
 import check_distributed_map  # noqa: E402
 import check_routing  # noqa: E402
 from checks import Checks  # noqa: E402
@@ -187,6 +191,7 @@ def main():
     check_dashboard.run(tpl, ROOT, check)
     check_routing.run(tpl, ROOT, check, sam_translate)
     check_distributed_map.run(tpl, ROOT, check, sam_translate)
+    check_continuation.run(tpl, check)
 
     CHECKS.finish()
 
