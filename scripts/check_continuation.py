@@ -46,7 +46,7 @@ def on_problems(tpl):
     if invoke_grants(t) != {OWN_ARN}:
         p.append(f"lambda:InvokeFunction on {sorted(invoke_grants(t))}, not exactly {OWN_ARN}")
     name = evaluate(t, t["Resources"][FUNCTION]["Properties"].get("FunctionName"))
-    if not (name and OWN_ARN.endswith(":function:" + name)):
+    if not (isinstance(name, str) and name and OWN_ARN.endswith(":function:" + name)):
         p.append(f"the function is named {name!r}, not the name its policy grants")
     e = env(t)
     if e.get("CONTINUATION") != "true":

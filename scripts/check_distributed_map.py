@@ -33,17 +33,19 @@ run(tpl, root, check, sam_translate) is called by scripts/check_template.py.
 import copy
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
+import template_render
+
 MAP_RESOURCES = ["DistributedMapStateMachine", "DistributedMapRole", "DistributedMapRule",
                  "DistributedMapRuleRole"]
 STATE_LIMIT = 262144
-FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:stack-S3ToSqsFunction"
+# s3-to-sqs's ARN (`!GetAtt S3ToSqsFunction.Arn`), as template_render renders it.
+FUNCTION_ARN = "<S3ToSqsFunction.Arn>"
 PSEUDO = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012",
-          "AWS::StackName": "stack", "AWS::URLSuffix": "amazonaws.com", "AWS::NoValue": None}
+          "AWS::StackName": "stack", "AWS::URLSuffix": "amazonaws.com"}
 RESULT_BUCKET = "results-bucket"
 VARIANTS = {
     "JSONL": {},
@@ -65,51 +67,22 @@ def enabled(tpl, **values):
     return with_params(tpl, {"EnableDistributedMap": "true", **values})
 
 
+def stack(tpl):
+    """The template as deployed with its parameters' defaults, rendered by
+    template_render (the pseudo parameters given concrete values)."""
+    return template_render.Stack(tpl, PSEUDO)
+
+
 def evaluate(tpl, node):
-    """A value as deployed with the parameters at their defaults."""
-    params = tpl.get("Parameters", {})
-    conditions = tpl.get("Conditions", {})
-    if isinstance(node, dict) and len(node) == 1:
-        (k, v), = node.items()
-        if k == "Ref":
-            if v in PSEUDO:
-                return PSEUDO[v]
-            if v in params:
-                return str(params[v].get("Default", ""))
-            return f"arn:aws:states:us-east-1:123456789012:stateMachine:{v}"
-        if k == "Fn::GetAtt":
-            return FUNCTION_ARN
-        if k == "Condition":
-            return evaluate(tpl, conditions.get(v))
-        if k == "Fn::If":
-            cond, yes, no = v
-            return evaluate(tpl, yes if evaluate(tpl, conditions.get(cond)) else no)
-        if k == "Fn::Equals":
-            return evaluate(tpl, v[0]) == evaluate(tpl, v[1])
-        if k == "Fn::Not":
-            return not evaluate(tpl, v[0])
-        if k == "Fn::And":
-            return all(evaluate(tpl, c) for c in v)
-        if k == "Fn::Or":
-            return any(evaluate(tpl, c) for c in v)
-        if k == "Fn::Sub":
-            text, local = (v[0], v[1]) if isinstance(v, list) else (v, {})
-            values = {n: evaluate(tpl, x) for n, x in local.items()}
+    """A value as deployed with the parameters at their defaults: a `Ref` to a
+    resource is `<Name>`, a `GetAtt` `<Name.Attribute>` (template_render)."""
+    value = stack(tpl).render(node)
+    return None if value is template_render.NOVALUE else value
 
-            def sub(m):
-                name = m.group(1)
-                if name in values:
-                    return str(values[name])
-                if name.endswith(".Arn"):
-                    return FUNCTION_ARN
-                return str(evaluate(tpl, {"Ref": name}))
 
-            return re.sub(r"\$\{([^}!]+)\}", sub, text)
-    if isinstance(node, dict):
-        return {k: evaluate(tpl, v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [x for x in (evaluate(tpl, v) for v in node) if x is not None]
-    return node
+def holds(tpl, condition):
+    """Whether a condition holds with the parameters at their defaults."""
+    return stack(tpl).conds[condition]
 
 
 def definition(tpl):
@@ -216,7 +189,7 @@ def off_by_default_problems(tpl):
         res = tpl["Resources"].get(name)
         if res is None:
             found.append(f"no {name}")
-        elif not res.get("Condition") or evaluate(tpl, {"Condition": res["Condition"]}):
+        elif not res.get("Condition") or holds(tpl, res["Condition"]):
             found.append(f"{name} is created with the defaults")
     return found
 
@@ -272,9 +245,9 @@ def role_problems(tpl):
     got, want = grants(tpl, "DistributedMapRole"), expected_map_grants(tpl)
     if got != want:
         found.append(f"DistributedMapRole grants {sorted(got - want)} beyond, lacks {sorted(want - got)}")
-    if evaluate(tpl, {"Condition": "DistributedMapOnUploadEnabled"}):
+    if holds(tpl, "DistributedMapOnUploadEnabled"):
         rule = grants(tpl, "DistributedMapRuleRole")
-        machine = "arn:aws:states:us-east-1:123456789012:stateMachine:DistributedMapStateMachine"
+        machine = "<DistributedMapStateMachine>"  # !Ref of the state machine: its ARN
         if rule != {("states:StartExecution", machine)}:
             found.append(f"DistributedMapRuleRole grants {sorted(rule)}")
     return found
@@ -305,7 +278,7 @@ def translated_problems(tpl, sam_translate):
     resources = out.get("Resources", {})
     missing = [n for n in MAP_RESOURCES if n not in resources and
                (n not in ("DistributedMapRule", "DistributedMapRuleRole") or
-                evaluate(tpl, {"Condition": "DistributedMapOnUploadEnabled"}))]
+                holds(tpl, "DistributedMapOnUploadEnabled"))]
     return [f"not in SAM's output: {missing}"] if missing else []
 
 
