@@ -145,6 +145,49 @@ fn function_to(
     FunctionProcess::spawn(BINARY, api, &env)
 }
 
+/// An object in the local S3 and the built function set to continue it:
+/// the recording queue (FIFO or not), the stand-in Invoke API (refusing its
+/// first `fail_first` hand-overs), the runtime API the function polls.
+struct Rig {
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+    etag: String,
+    queue: QueueRecorder,
+    lambda: LambdaApi,
+    api: RuntimeApi,
+    _function: FunctionProcess,
+}
+
+impl Rig {
+    /// `data` put as `key` in a new bucket named from `base`, and the
+    /// function started with `extra` variables.
+    async fn start(
+        base: &str,
+        key: &str,
+        data: Vec<u8>,
+        fifo: bool,
+        fail_first: usize,
+        extra: &[(&str, &str)],
+    ) -> Rig {
+        let s3 = s3();
+        let bucket = bucket(&s3, base).await;
+        let etag = put(&s3, &bucket, key, data).await;
+        let queue = QueueRecorder::start(fifo).await;
+        let lambda = LambdaApi::start(fail_first).await;
+        let api = RuntimeApi::start().await;
+        let function = function(&api, &queue, &lambda, &bucket, extra);
+        Rig {
+            s3,
+            bucket,
+            etag,
+            queue,
+            lambda,
+            api,
+            _function: function,
+        }
+    }
+}
+
 /// Each line number kept, with how many times.
 fn counts(messages: &[Recorded]) -> HashMap<u64, usize> {
     let mut counts = HashMap::new();
@@ -174,17 +217,12 @@ const MILLION: u64 = 1_000_000;
 /// A million lines through a chain: every step a short timeout (4 s, the
 /// hand-over 2 s before it) and at most 200,000 lines, so at least five.
 async fn million(fifo: bool) -> (QueueRecorder, continuation::stand_ins::Chain) {
-    let s3 = s3();
-    let b = bucket(&s3, "e2e-chain-million").await;
-    let etag = put(&s3, &b, "big.log", numbered(MILLION)).await;
-    let queue = QueueRecorder::start(fifo).await;
-    let lambda = LambdaApi::start(0).await;
-    let api = RuntimeApi::start().await;
-    let _f = function(
-        &api,
-        &queue,
-        &lambda,
-        &b,
+    let rig = Rig::start(
+        "e2e-chain-million",
+        "big.log",
+        numbered(MILLION),
+        fifo,
+        0,
         &[
             ("CONTINUATION_MARGIN_MS", "2000"),
             ("CONTINUATION_AFTER_LINES", "200000"),
@@ -192,12 +230,13 @@ async fn million(fifo: bool) -> (QueueRecorder, continuation::stand_ins::Chain) 
             // Ten lines a call on the FIFO queue too (one group, in order).
             ("FIFO_ORDER", "batched"),
         ],
-    );
+    )
+    .await;
     let started = std::time::Instant::now();
     let chain = run_chain(
-        &api,
-        &lambda,
-        notification(&b, "big.log", &etag),
+        &rig.api,
+        &rig.lambda,
+        notification(&rig.bucket, "big.log", &rig.etag),
         Duration::from_secs(4),
     )
     .await;
@@ -222,11 +261,11 @@ async fn million(fifo: bool) -> (QueueRecorder, continuation::stand_ins::Chain) 
         assert_eq!(c["step"].as_u64(), Some(i as u64 + 1), "{c}");
         assert_eq!(
             c["etag"].as_str(),
-            Some(etag.as_str()),
+            Some(rig.etag.as_str()),
             "pinned to the first step's ETag"
         );
     }
-    (queue, chain)
+    (rig.queue, chain)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -270,25 +309,21 @@ async fn a_million_lines_reach_a_standard_queue_at_least_once_through_a_chain() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_gzip_object_is_continued_by_decompressing_and_skipping() {
-    let s3 = s3();
-    let b = bucket(&s3, "e2e-chain-gzip").await;
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(&numbered(1000)).expect("gzip");
-    let etag = put(&s3, &b, "app.log.gz", enc.finish().expect("gzip")).await;
-    let queue = QueueRecorder::start(true).await;
-    let lambda = LambdaApi::start(0).await;
-    let api = RuntimeApi::start().await;
-    let _f = function(
-        &api,
-        &queue,
-        &lambda,
-        &b,
+    let rig = Rig::start(
+        "e2e-chain-gzip",
+        "app.log.gz",
+        enc.finish().expect("gzip"),
+        true,
+        0,
         &[("CONTINUATION_AFTER_LINES", "300")],
-    );
+    )
+    .await;
     let chain = run_chain(
-        &api,
-        &lambda,
-        notification(&b, "app.log.gz", &etag),
+        &rig.api,
+        &rig.lambda,
+        notification(&rig.bucket, "app.log.gz", &rig.etag),
         Duration::from_secs(60),
     )
     .await;
@@ -299,39 +334,44 @@ async fn a_gzip_object_is_continued_by_decompressing_and_skipping() {
         .map(|c| c["line"].as_u64().unwrap_or(0))
         .collect();
     assert_eq!(starts, [301, 601, 901]);
-    let lines: Vec<u64> = queue.messages().iter().map(|m| m.line).collect();
+    let lines: Vec<u64> = rig.queue.messages().iter().map(|m| m.line).collect();
     assert_eq!(
         lines,
         (1..=1000).collect::<Vec<_>>(),
         "every line once, in order"
     );
-    let _ = counts(&queue.messages());
+    let _ = counts(&rig.queue.messages());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_replaced_mid_chain_stops_the_chain_named() {
-    let s3 = s3();
-    let b = bucket(&s3, "e2e-chain-replaced").await;
-    let etag = put(&s3, &b, "a.log", numbered(30)).await;
-    let queue = QueueRecorder::start(true).await;
-    let lambda = LambdaApi::start(0).await;
-    let api = RuntimeApi::start().await;
-    let _f = function(
-        &api,
-        &queue,
-        &lambda,
-        &b,
+    let rig = Rig::start(
+        "e2e-chain-replaced",
+        "a.log",
+        numbered(30),
+        true,
+        0,
         &[("CONTINUATION_AFTER_LINES", "10")],
-    );
+    )
+    .await;
 
-    let first = api.invoke(&notification(&b, "a.log", &etag)).await;
+    let first = rig
+        .api
+        .invoke(&notification(&rig.bucket, "a.log", &rig.etag))
+        .await;
     assert_eq!(first.response()["continued"], 1, "{first:?}");
     // Replaced before the next step runs.
-    let newer = put(&s3, &b, "a.log", b"new 1\nnew 2\n".to_vec()).await;
-    assert_ne!(newer, etag);
-    let queued = lambda.payloads().await;
+    let newer = put(&rig.s3, &rig.bucket, "a.log", b"new 1\nnew 2\n".to_vec()).await;
+    assert_ne!(newer, rig.etag);
+    let queued = rig.lambda.payloads().await;
     assert_eq!(queued.len(), 1);
-    let chain = run_chain(&api, &lambda, queued[0].clone(), Duration::from_secs(60)).await;
+    let chain = run_chain(
+        &rig.api,
+        &rig.lambda,
+        queued[0].clone(),
+        Duration::from_secs(60),
+    )
+    .await;
 
     // Every attempt fails, naming the chain, the step and the change.
     assert_eq!(
@@ -345,7 +385,7 @@ async fn an_object_replaced_mid_chain_stops_the_chain_named() {
         assert!(
             e.error_message.contains("step 1 (from line 11")
                 && e.error_message.contains("ObjectChanged")
-                && e.error_message.contains(&etag),
+                && e.error_message.contains(&rig.etag),
             "{}",
             e.error_message
         );
@@ -355,31 +395,32 @@ async fn an_object_replaced_mid_chain_stops_the_chain_named() {
     assert_eq!(failed["line"], 11);
     assert_eq!(failed["offset"], numbered(10).len());
     // Only the first upload's first ten lines: versions never mixed.
-    let lines: Vec<u64> = queue.messages().iter().map(|m| m.line).collect();
+    let lines: Vec<u64> = rig.queue.messages().iter().map(|m| m.line).collect();
     assert_eq!(lines, (1..=10).collect::<Vec<_>>());
-    assert!(queue.messages().iter().all(|m| !m.body.starts_with("new")));
+    assert!(
+        rig.queue
+            .messages()
+            .iter()
+            .all(|m| !m.body.starts_with("new"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_step_is_retried_and_its_lines_deduplicate_on_fifo() {
-    let s3 = s3();
-    let b = bucket(&s3, "e2e-chain-retried").await;
-    let etag = put(&s3, &b, "r.log", numbered(35)).await;
-    let queue = QueueRecorder::start(true).await;
     // The first hand-over is refused: that step fails, and is retried.
-    let lambda = LambdaApi::start(1).await;
-    let api = RuntimeApi::start().await;
-    let _f = function(
-        &api,
-        &queue,
-        &lambda,
-        &b,
+    let rig = Rig::start(
+        "e2e-chain-retried",
+        "r.log",
+        numbered(35),
+        true,
+        1,
         &[("CONTINUATION_AFTER_LINES", "10")],
-    );
+    )
+    .await;
     let chain = run_chain(
-        &api,
-        &lambda,
-        notification(&b, "r.log", &etag),
+        &rig.api,
+        &rig.lambda,
+        notification(&rig.bucket, "r.log", &rig.etag),
         Duration::from_secs(60),
     )
     .await;
@@ -400,14 +441,14 @@ async fn a_failed_step_is_retried_and_its_lines_deduplicate_on_fifo() {
         "the failed attempt, its retry, and three more steps"
     );
     assert_eq!(chain.steps(), 4);
-    let counts = counts(&queue.messages());
+    let counts = counts(&rig.queue.messages());
     assert_eq!(counts.len(), 35);
     assert!(
         counts.values().all(|&n| n == 1),
         "the retried lines deduplicated"
     );
     assert_eq!(
-        queue.duplicates(),
+        rig.queue.duplicates(),
         10,
         "the retry sent its ten lines again, same ids"
     );
@@ -415,22 +456,21 @@ async fn a_failed_step_is_retried_and_its_lines_deduplicate_on_fifo() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn continuation_events_are_refused_when_malformed_or_for_another_bucket() {
-    let s3 = s3();
-    let b = bucket(&s3, "e2e-chain-refused").await;
-    let etag = put(&s3, &b, "a.log", numbered(30)).await;
-    let queue = QueueRecorder::start(false).await;
-    let lambda = LambdaApi::start(0).await;
-    let api = RuntimeApi::start().await;
-    let _f = function(
-        &api,
-        &queue,
-        &lambda,
-        &b,
+    let rig = Rig::start(
+        "e2e-chain-refused",
+        "a.log",
+        numbered(30),
+        false,
+        0,
         &[("CONTINUATION_AFTER_LINES", "10")],
-    );
-    let first = api.invoke(&notification(&b, "a.log", &etag)).await;
+    )
+    .await;
+    let first = rig
+        .api
+        .invoke(&notification(&rig.bucket, "a.log", &rig.etag))
+        .await;
     assert_eq!(first.response()["continued"], 1, "{first:?}");
-    let good = lambda.payloads().await[0].clone();
+    let good = rig.lambda.payloads().await[0].clone();
 
     let refused = |posted: &Posted, words: &[&str]| {
         let e = posted.error();
@@ -442,7 +482,7 @@ async fn continuation_events_are_refused_when_malformed_or_for_another_bucket() 
     let mut other = good.clone();
     other["s3ToSqsContinuation"]["bucket"] = json!("someone-elses-bucket");
     refused(
-        &api.invoke(&other).await,
+        &rig.api.invoke(&other).await,
         &[
             "refused event",
             "someone-elses-bucket",
@@ -451,21 +491,24 @@ async fn continuation_events_are_refused_when_malformed_or_for_another_bucket() 
     );
     let mut bad = good.clone();
     bad["s3ToSqsContinuation"]["offset"] = json!("twelve");
-    refused(&api.invoke(&bad).await, &["continuation event", "offset"]);
+    refused(
+        &rig.api.invoke(&bad).await,
+        &["continuation event", "offset"],
+    );
     let mut bad = good.clone();
     bad["s3ToSqsContinuation"]["step"] = json!(0);
-    refused(&api.invoke(&bad).await, &["step must be 1 or more"]);
+    refused(&rig.api.invoke(&bad).await, &["step must be 1 or more"]);
     refused(
-        &api.invoke(&json!({"s3ToSqsContinuation": []})).await,
+        &rig.api.invoke(&json!({"s3ToSqsContinuation": []})).await,
         &["continuation event"],
     );
     assert_eq!(
-        queue.messages().len(),
+        rig.queue.messages().len(),
         10,
         "nothing sent for a refused event"
     );
     // The good one still goes on.
-    let next = api.invoke(&good).await;
+    let next = rig.api.invoke(&good).await;
     assert_eq!(next.response()["linesRead"], 10, "{next:?}");
 
     // A start with continuation on and no bucket to allow fails, named.
