@@ -17,20 +17,12 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use driver::{Batching, Format, Function, batches, read_items};
 use forwarder_e2e::fault_proxy::{FaultProxy, Mode};
-use forwarder_e2e::{attributes, client, create_queue, drain, endpoint};
+use forwarder_e2e::{attributes, client, create_queue, drain, endpoint, sdk_config};
 use serde_json::{Value, json};
 use sqs_forwarder::test_support::runtime_api::Posted;
 
 fn s3() -> aws_sdk_s3::Client {
-    let sdk = aws_config::SdkConfig::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new("us-east-1"))
-        .endpoint_url(endpoint())
-        .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
-            aws_sdk_s3::config::Credentials::new("test", "test", None, None, "tests"),
-        ))
-        .build();
-    s3_to_sqs::s3_client(&sdk, true)
+    s3_to_sqs::s3_client(&sdk_config(), true)
 }
 
 /// The object, as the map's input names it.

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use aws_sdk_sqs::types::{Message as SqsMessage, QueueAttributeName};
-use forwarder_e2e::{RecordingSqs, attributes, client, connect, create_queue, drain, endpoint};
+use forwarder_e2e::{RecordingSqs, attributes, client, connect, create_queue, drain, sdk_config};
 use s3_to_sqs::{Handler, HandlerError, Report, Settings, s3_client};
 use serde_json::{Value, json};
 use sqs_forwarder::setup::startup::connect_with;
@@ -26,15 +26,7 @@ fn config(vars: &[(&str, &str)]) -> Config {
 }
 
 fn s3() -> aws_sdk_s3::Client {
-    let sdk = aws_config::SdkConfig::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .region(aws_sdk_s3::config::Region::new("us-east-1"))
-        .endpoint_url(endpoint())
-        .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
-            aws_sdk_s3::config::Credentials::new("test", "test", None, None, "tests"),
-        ))
-        .build();
-    s3_client(&sdk, true)
+    s3_client(&sdk_config(), true)
 }
 
 /// A handler over the real SQS transport: the function's variables and the
