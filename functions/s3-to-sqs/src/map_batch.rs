@@ -21,14 +21,13 @@
 use std::fmt;
 
 use serde::Serialize;
-use sqs_forwarder::message::encode::is_sqs_text;
 use sqs_forwarder::route::Router;
-use sqs_forwarder::{Attribute, Failure, Message, Outcome, Transport};
+use sqs_forwarder::{Failure, Message, Outcome, Transport};
 use tokio::time::Instant;
 
 use crate::event::{MapBatch, MapItem, ObjectEvent};
 use crate::handler::{HandlerError, Report};
-use crate::messages::{ATTR_BUCKET, ATTR_KEY, Fifo, fifo_id};
+use crate::messages::{Fifo, part_message};
 use crate::routing::{Ruled, Skipped, plan, send_all};
 use crate::settings::GroupBy;
 
@@ -129,25 +128,10 @@ struct ItemPosition {
 /// and `item-<index>`: the same for every retry of the batch, different
 /// from the line ids lines mode gives the same object.
 pub fn item_message(object: &ObjectEvent, fifo: Fifo, item: MapItem) -> Message<u64> {
-    let mut message = Message::new(item.body, item.index)
-        .attribute(Attribute::string(ATTR_BUCKET, object.bucket.clone()));
-    if is_sqs_text(&object.key) {
-        message = message.attribute(Attribute::string(ATTR_KEY, object.key.clone()));
-    }
-    message = message.attribute(Attribute::number(ATTR_ITEM, item.index));
-    if fifo.enabled {
-        if let Some(g) = fifo.group_id(object) {
-            message = message.group_id(g);
-        }
-        message = message.deduplication_id(fifo_id(&[
-            &object.bucket,
-            &object.key,
-            object.version_id.as_deref().unwrap_or("null"),
-            object.etag.as_deref().unwrap_or(""),
-            &format!("item-{}", item.index),
-        ]));
-    }
-    message
+    let etag = object.etag.as_deref().unwrap_or("");
+    part_message(
+        object, fifo, item.body, ATTR_ITEM, item.index, etag, "item-",
+    )
 }
 
 /// Forward every item of `batch` where `router`'s rules say (without rules:

@@ -11,7 +11,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqs_forwarder::message::encode::is_sqs_text;
-use sqs_forwarder::{Attribute, Message, message::fifo_id};
+use sqs_forwarder::{Attribute, Body, Message, message::fifo_id};
 
 use crate::event::ObjectEvent;
 use crate::settings::GroupBy;
@@ -144,27 +144,44 @@ pub fn notification_message<P>(event: &ObjectEvent, fifo: Fifo, position: P) -> 
 /// same for every re-read of the same object version, different for a new
 /// upload of the same key even in an unversioned bucket.
 pub fn line_message(event: &ObjectEvent, fifo: Fifo, number: u64, line: Vec<u8>) -> Message<u64> {
+    let upload = event
+        .sequencer
+        .as_deref()
+        .or(event.etag.as_deref())
+        .unwrap_or("");
+    part_message(event, fifo, line, ATTR_LINE, number, upload, "")
+}
+
+/// The message for one part of an object (a line, a Distributed Map item):
+/// `body`; `bucket`, `key` (when it is valid SQS text) and `attribute` (the
+/// part's `number`, a Number) as attributes; on FIFO targets the group by
+/// `GROUP_BY` and a deduplication id from bucket, key, version id (`null`
+/// when none), `upload` and `id_prefix` followed by the number.
+pub(crate) fn part_message(
+    event: &ObjectEvent,
+    fifo: Fifo,
+    body: impl Into<Body>,
+    attribute: &'static str,
+    number: u64,
+    upload: &str,
+    id_prefix: &str,
+) -> Message<u64> {
     let mut message =
-        Message::new(line, number).attribute(Attribute::string(ATTR_BUCKET, event.bucket.clone()));
+        Message::new(body, number).attribute(Attribute::string(ATTR_BUCKET, event.bucket.clone()));
     if is_sqs_text(&event.key) {
         message = message.attribute(Attribute::string(ATTR_KEY, event.key.clone()));
     }
-    message = message.attribute(Attribute::number(ATTR_LINE, number));
+    message = message.attribute(Attribute::number(attribute, number));
     if fifo.enabled {
         if let Some(g) = fifo.group_id(event) {
             message = message.group_id(g);
         }
-        let upload = event
-            .sequencer
-            .as_deref()
-            .or(event.etag.as_deref())
-            .unwrap_or("");
         message = message.deduplication_id(fifo_id(&[
             &event.bucket,
             &event.key,
             event.version_id.as_deref().unwrap_or("null"),
             upload,
-            &number.to_string(),
+            &format!("{id_prefix}{number}"),
         ]));
     }
     message
