@@ -119,12 +119,7 @@ pub async fn open(s3: &aws_sdk_s3::Client, event: &ObjectEvent) -> Result<Opened
             if if_match && (status == Some(412) || code == "PreconditionFailed") {
                 return Ok(Opened::Superseded);
             }
-            let retryable = match status {
-                Some(s) => s >= 500 || s == 429 || code == "SlowDown" || code == "RequestTimeout",
-                // No answer: a timeout or a connection may do better next
-                // time; a request that could not be built will not.
-                None => !matches!(err, SdkError::ConstructionFailure(_)),
-            };
+            let retryable = retryable(&err, &code, status);
             return Err(ObjectError {
                 bucket: event.bucket.clone(),
                 key: event.key.clone(),
@@ -153,6 +148,21 @@ pub fn decoded(raw: impl AsyncBufRead + Send + 'static, gzip: bool) -> ObjectBod
         Box::pin(BufReader::with_capacity(64 * 1024, decoder))
     } else {
         Box::pin(raw)
+    }
+}
+
+/// Whether a failed `GetObject` is worth trying again: S3 answered 5xx,
+/// 429, `SlowDown` or `RequestTimeout`, or did not answer (a timeout or a
+/// connection may do better next time; a request that could not be built
+/// will not). `code` and `status` are [`error_parts`]'.
+pub(crate) fn retryable(
+    err: &SdkError<GetObjectError, aws_sdk_s3::config::http::HttpResponse>,
+    code: &str,
+    status: Option<u16>,
+) -> bool {
+    match status {
+        Some(s) => s >= 500 || s == 429 || code == "SlowDown" || code == "RequestTimeout",
+        None => !matches!(err, SdkError::ConstructionFailure(_)),
     }
 }
 
