@@ -5,7 +5,7 @@
 use sqs_forwarder::Transport;
 use tokio::time::Instant;
 
-use super::{Handler, HandlerError, Read, RecordFailure, Report};
+use super::{Handler, HandlerError, Read, RecordFailure, Report, object_reason};
 use crate::continuation::{Continuation, Pin, Resumed, Start, chain_id, open_at};
 use crate::event::{EventError, ObjectEvent};
 use crate::lines::Leg;
@@ -102,16 +102,7 @@ impl<T: Transport> Handler<T> {
                 Some(RecordFailure::new(
                     0,
                     &event,
-                    format!(
-                        "{}: {} ({})",
-                        e.code,
-                        e.message,
-                        if e.retryable {
-                            "retryable"
-                        } else {
-                            "not retryable"
-                        }
-                    ),
+                    object_reason(&e),
                     e.retryable,
                 ))
             }
