@@ -143,6 +143,14 @@ async fn pipe(
             }
         };
         pending.extend_from_slice(&buf[..n]);
+        // The read and a change of mode can be ready together, and select!
+        // may take the read: what was read crosses only if the link still
+        // passes, so nothing crosses once a stall or a refusal is set.
+        match *mode.borrow() {
+            Mode::Pass => {}
+            Mode::Refuse => return,
+            Mode::Stall => continue,
+        }
         let mut keep = 0;
         if n > 0
             && let Some(rw) = &rewrites
