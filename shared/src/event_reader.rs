@@ -17,6 +17,9 @@
 //! `lambda_runtime::deserializer::DeserializeError`, and a function that
 //! documents its own (`KinesisToSqs.InvalidEvent`) must fail with it itself.
 
+#[cfg(feature = "lambda")]
+pub mod once;
+
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -42,11 +45,24 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Payload<T> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checked<T>(pub Result<T, String>);
 
-impl<'de, T: DeserializeOwned> Deserialize<'de> for Checked<T> {
+impl<'de, T: DeserializeOwned + 'static> Deserialize<'de> for Checked<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[cfg(feature = "lambda")]
+        if let Some(event) = once::taken::<Self>() {
+            // Read by `once::ReadOnce`; the body is its placeholder.
+            serde::de::IgnoredAny::deserialize(d)?;
+            return Ok(event);
+        }
         // Borrowed from the invocation's body: the event is not copied.
         let raw = <&'de RawValue>::deserialize(d)?;
         Ok(Checked(read(raw.get())))
+    }
+}
+
+#[cfg(feature = "lambda")]
+impl<T: DeserializeOwned + 'static> once::ReadEvent for Checked<T> {
+    fn read(json: &str) -> Self {
+        Checked(read(json))
     }
 }
 

@@ -49,6 +49,8 @@ use lambda_http::{LambdaEvent, Service};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+use sqs_forwarder::event_reader::once;
+
 use crate::reject::Rejection;
 
 mod uri;
@@ -129,8 +131,19 @@ pub enum HttpEvent {
 
 impl<'de> Deserialize<'de> for HttpEvent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if let Some(event) = once::taken::<Self>() {
+            // Read by `once::ReadOnce`; the body is its placeholder.
+            serde::de::IgnoredAny::deserialize(d)?;
+            return Ok(event);
+        }
         let raw = <&'de RawValue>::deserialize(d)?;
         Ok(HttpEvent::read(raw.get()))
+    }
+}
+
+impl once::ReadEvent for HttpEvent {
+    fn read(json: &str) -> Self {
+        HttpEvent::read(json)
     }
 }
 

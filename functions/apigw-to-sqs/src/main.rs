@@ -4,8 +4,10 @@
 use std::process::ExitCode;
 
 use apigw_to_sqs::Lambda;
-use apigw_to_sqs::event::RefuseUndecodable;
-use lambda_http::{Adapter, lambda_runtime, service_fn};
+use apigw_to_sqs::event::{HttpEvent, RefuseUndecodable};
+use lambda_http::lambda_runtime::Runtime;
+use lambda_http::{Adapter, service_fn};
+use sqs_forwarder::event_reader::once;
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -21,10 +23,12 @@ async fn main() -> ExitCode {
     // whose path and query string cannot form a URI, or that are malformed,
     // answered 400 before its adapter (which would panic on the first two,
     // and fail the invocation on the last); a host or scheme that cannot
-    // form a URI is left out of it (see `apigw_to_sqs::event`).
+    // form a URI is left out of it (see `apigw_to_sqs::event`). The event
+    // is read once, before the runtime's deserialization
+    // (`sqs_forwarder::event_reader::once`).
     startup::main(|f: &'static Lambda| {
         let service = Adapter::from(service_fn(|r| f.invoke(r)));
-        lambda_runtime::run(RefuseUndecodable::new(service))
+        once::read_once::<_, HttpEvent>(Runtime::new(RefuseUndecodable::new(service))).run()
     })
     .await
 }

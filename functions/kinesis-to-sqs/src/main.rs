@@ -1,7 +1,8 @@
 //! kinesis-to-sqs's Lambda entry point: [`Lambda`] started once, then one
 //! [`Lambda::invoke`] call per batch. See the crate docs.
 //!
-//! The event is read as `Incoming` (the fields the function uses) by
+//! The event is read once, before the runtime's deserialization
+//! (`event_reader::once`), as `Incoming` (the fields the function uses) by
 //! `Checked` (serde_json without lambda_runtime's per-field path tracking,
 //! the path named only when it is malformed; a malformed event kept as its
 //! error, so that it fails as `KinesisToSqs.InvalidEvent`).
@@ -9,7 +10,9 @@
 use std::process::ExitCode;
 
 use kinesis_to_sqs::Lambda;
-use lambda_runtime::service_fn;
+use kinesis_to_sqs::event::Incoming;
+use lambda_runtime::{Runtime, service_fn};
+use sqs_forwarder::event_reader::{Checked, once};
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -21,5 +24,8 @@ static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
 // spends the least CPU per record (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| f.invoke(e)))).await
+    startup::main(|f: &'static Lambda| {
+        once::read_once::<_, Checked<Incoming>>(Runtime::new(service_fn(|e| f.invoke(e)))).run()
+    })
+    .await
 }
