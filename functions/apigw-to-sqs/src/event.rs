@@ -150,22 +150,16 @@ impl once::ReadEvent for HttpEvent {
 impl HttpEvent {
     /// Read an event from its JSON text.
     pub fn read(json: &str) -> HttpEvent {
-        if let Ok(request) = serde_json::from_str::<LambdaRequest>(json) {
+        // Its top level first: one pass that copies nothing.
+        let shape = serde_json::from_str::<Shape<'_>>(json).ok();
+        if let Some(request) = request(json, shape.as_ref()) {
             return HttpEvent::Request(Box::new(request));
-        }
-        #[derive(Deserialize)]
-        struct Shape<'a> {
-            #[serde(rename = "requestContext", default, borrow)]
-            context: Option<&'a RawValue>,
-            #[serde(default, borrow)]
-            version: Option<&'a RawValue>,
         }
         #[derive(Deserialize)]
         struct ContextShape<'a> {
             #[serde(default, borrow)]
             elb: Option<&'a RawValue>,
         }
-        let shape = serde_json::from_str::<Shape<'_>>(json).ok();
         let Some(context) = shape
             .as_ref()
             .and_then(|s| s.context)
@@ -197,6 +191,47 @@ impl HttpEvent {
             why: why.unwrap_or_else(|| "not a request lambda_http reads".into()),
         }
     }
+}
+
+/// An event's top level, as far as telling its payload apart goes.
+#[derive(Deserialize)]
+struct Shape<'a> {
+    #[serde(rename = "requestContext", default, borrow)]
+    context: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    version: Option<&'a RawValue>,
+    /// Whether it has an `httpMethod` at all (whatever its value).
+    #[serde(rename = "httpMethod", default, deserialize_with = "present")]
+    http_method: bool,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
+/// The request `lambda_http` reads from `json` (its `LambdaRequest`), read
+/// as it reads one: the first of a REST API, an HTTP API (or function URL)
+/// and a load balancer request that the event is. `lambda_http` copies the
+/// event and reads the copy as each in turn until one fits, so an HTTP API
+/// request of 5 MB was scanned three times and its body unescaped twice. A
+/// REST API and a load balancer request both need a top-level `httpMethod`
+/// (`aws_lambda_events` requires it): an event without one (`shape` says)
+/// is read as an HTTP API request alone. Without a shape (`json` is no
+/// object) all three are tried, as `lambda_http` does.
+fn request(json: &str, shape: Option<&Shape<'_>>) -> Option<LambdaRequest> {
+    use lambda_http::aws_lambda_events::{alb, apigw};
+    let may_be_rest_or_alb = shape.is_none_or(|s| s.http_method);
+    if may_be_rest_or_alb && let Ok(r) = serde_json::from_str::<apigw::ApiGatewayProxyRequest>(json)
+    {
+        return Some(LambdaRequest::ApiGatewayV1(r));
+    }
+    if let Ok(r) = serde_json::from_str::<apigw::ApiGatewayV2httpRequest>(json) {
+        return Some(LambdaRequest::ApiGatewayV2(r));
+    }
+    if may_be_rest_or_alb && let Ok(r) = serde_json::from_str::<alb::AlbTargetGroupRequest>(json) {
+        return Some(LambdaRequest::Alb(r));
+    }
+    None
 }
 
 /// An invocation whose event is no HTTP event at all: the function has no
