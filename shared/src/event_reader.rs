@@ -47,16 +47,27 @@ pub struct Checked<T>(pub Result<T, String>);
 
 impl<'de, T: DeserializeOwned + 'static> Deserialize<'de> for Checked<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[cfg(feature = "lambda")]
-        if let Some(event) = once::taken::<Self>() {
-            // Read by `once::ReadOnce`; the body is its placeholder.
-            serde::de::IgnoredAny::deserialize(d)?;
-            return Ok(event);
-        }
-        // Borrowed from the invocation's body: the event is not copied.
-        let raw = <&'de RawValue>::deserialize(d)?;
-        Ok(Checked(read(raw.get())))
+        kept_or_read(d, |json| Checked(read(json)))
     }
+}
+
+/// A payload type's event, for its `Deserialize`: the one
+/// [`once::ReadOnce`] read for this invocation (the body is then its
+/// placeholder, read and dropped), or else `read_json` of the body's JSON,
+/// borrowed from the invocation's body (not copied). A payload type that
+/// never fails on JSON reads itself with this (`Checked`, apigw-to-sqs's
+/// `HttpEvent`).
+pub fn kept_or_read<'de, T: 'static, D: Deserializer<'de>>(
+    d: D,
+    read_json: impl FnOnce(&str) -> T,
+) -> Result<T, D::Error> {
+    #[cfg(feature = "lambda")]
+    if let Some(event) = once::taken::<T>() {
+        serde::de::IgnoredAny::deserialize(d)?;
+        return Ok(event);
+    }
+    let raw = <&'de RawValue>::deserialize(d)?;
+    Ok(read_json(raw.get()))
 }
 
 #[cfg(feature = "lambda")]

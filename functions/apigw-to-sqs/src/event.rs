@@ -131,13 +131,7 @@ pub enum HttpEvent {
 
 impl<'de> Deserialize<'de> for HttpEvent {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if let Some(event) = once::taken::<Self>() {
-            // Read by `once::ReadOnce`; the body is its placeholder.
-            serde::de::IgnoredAny::deserialize(d)?;
-            return Ok(event);
-        }
-        let raw = <&'de RawValue>::deserialize(d)?;
-        Ok(HttpEvent::read(raw.get()))
+        sqs_forwarder::event_reader::kept_or_read(d, HttpEvent::read)
     }
 }
 

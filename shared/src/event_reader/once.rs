@@ -56,8 +56,9 @@ pub trait ReadEvent: Sized + 'static {
 
 /// The event [`ReadOnce`] read for this invocation, if it read one of type
 /// `T`. The payload type's `Deserialize` calls this first, and reads the
-/// body (`null`) with `IgnoredAny` when it gets the event.
-pub fn taken<T: ReadEvent>() -> Option<T> {
+/// body (`null`) with `IgnoredAny` when it gets the event
+/// ([`super::kept_or_read`] does both).
+pub fn taken<T: 'static>() -> Option<T> {
     let kept = KEPT.with(|k| k.borrow_mut().take())?;
     kept.downcast::<T>().ok().map(|event| *event)
 }
