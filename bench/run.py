@@ -124,11 +124,13 @@ class Stub:
 
 
 def harness(bench, stub, event, invocations, env, command, log_path, before_each=None, name=None,
-            memory_mb=128, cap=False):
+            memory_mb=128, cap=False, grace_s=0):
     cmd = [bench, "lambda", "--event", event, "--invocations", str(invocations),
            "--timeout", "300", "--stub", stub.hostport, "--log", log_path, "--memory-mb", str(memory_mb)]
     if cap:
         cmd.append("--cap-cpu")
+    if grace_s:
+        cmd += ["--grace", str(grace_s)]
     if before_each:
         cmd += ["--before-each", before_each]
     if name:

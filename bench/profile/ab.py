@@ -27,10 +27,8 @@ root for the cap (cgroup v1), as the benchmark does.
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -70,23 +68,18 @@ def build(spec):
     return name, binary, pairs
 
 
-def one(args, bench, stub, w, env, name, binary, work):
+def one(args, stub, w, env, name, binary, work):
     """One run of `binary`: (CPU µs per message, page faults, peak RSS MiB, problem)."""
     stub.call("/__reset", post=True)
     stub.delay(args.delay)
     usage = os.path.join(work, f"{name}.rusage")
-    command = [bench, "lambda", "--event", w["event"], "--invocations", str(1 + args.warm), "--timeout", "300",
-               "--stub", stub.hostport, "--log", os.path.join(work, f"{name}.log"), "--memory-mb",
-               str(args.memory), "--grace", "5", "--name", run.FUNCTION[w["source"]]]
-    if not args.uncapped:
-        command.append("--cap-cpu")
-    for k, v in env.items():
-        command += ["--env", f"{k}={v}"]
-    command += ["--", sys.executable, "-c", WRAPPER, usage, binary]
-    out = subprocess.run(command, capture_output=True, text=True)
-    if out.returncode != 0:
-        return None, None, None, f"harness failed: {out.stderr.strip()[-300:]}"
-    s = run.summarize(json.loads(out.stdout), stub.stats(), w["messages"])
+    # The wrapper needs the grace to write the rusage once the function exits.
+    out = run.harness(args.bench, stub, w["event"], 1 + args.warm, env,
+                      [sys.executable, "-c", WRAPPER, usage, binary], os.path.join(work, f"{name}.log"),
+                      name=run.FUNCTION[w["source"]], memory_mb=args.memory, cap=not args.uncapped, grace_s=5)
+    if (out.get("problem") or "").startswith("harness failed"):
+        return None, None, None, out["problem"]
+    s = run.summarize(out, stub.stats(), w["messages"])
     try:
         with open(usage) as f:
             max_kib, faults = map(int, f.read().split())
@@ -114,10 +107,10 @@ def main():
     if not os.path.exists(args.bench):
         raise SystemExit(f"{args.bench} is missing: cargo build --profile bench-tools -p bench")
     work = tempfile.mkdtemp(prefix="ab-")
-    ws = [w for w in workloads.write(os.path.join(work, "events")) if w["name"] == args.workload]
+    every = workloads.write(os.path.join(work, "events"))
+    ws = [w for w in every if w["name"] == args.workload]
     if not ws:
-        names = ", ".join(w["name"] for w in workloads.write(os.path.join(work, "events")))
-        raise SystemExit(f"no workload {args.workload!r}; one of: {names}")
+        raise SystemExit(f"no workload {args.workload!r}; one of: {', '.join(w['name'] for w in every)}")
     w = ws[0]
     if w["source"] == "rabbitmq":
         raise SystemExit("the RabbitMQ drain needs its queue filled before each run: use bench/run.sh")
@@ -128,7 +121,7 @@ def main():
         for r in range(args.rounds):
             # Each round starts with the next build, so none always runs first.
             for name, binary, env in builds[r % len(builds):] + builds[:r % len(builds)]:
-                got = one(args, args.bench, stub, w, {**base_env, **env}, name, binary, work)
+                got = one(args, stub, w, {**base_env, **env}, name, binary, work)
                 runs[name].append(got)
                 cpu, faults, rss, problem = got
                 print(f"round {r + 1}, {name}: {cpu or 0:,.1f} µs a message, {faults or 0:,} page faults, "
