@@ -18,6 +18,8 @@
 //! documents its own (`KinesisToSqs.InvalidEvent`) must fail with it itself.
 
 #[cfg(feature = "lambda")]
+pub mod invocations;
+#[cfg(feature = "lambda")]
 pub mod once;
 
 use serde::de::{DeserializeOwned, Error as _};

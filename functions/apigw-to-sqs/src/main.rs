@@ -5,9 +5,8 @@ use std::process::ExitCode;
 
 use apigw_to_sqs::Lambda;
 use apigw_to_sqs::event::{HttpEvent, RefuseUndecodable};
-use lambda_http::lambda_runtime::Runtime;
 use lambda_http::{Adapter, service_fn};
-use sqs_forwarder::event_reader::once;
+use sqs_forwarder::event_reader::invocations;
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -28,7 +27,7 @@ async fn main() -> ExitCode {
     // (`sqs_forwarder::event_reader::once`).
     startup::main(|f: &'static Lambda| {
         let service = Adapter::from(service_fn(|r| f.invoke(r)));
-        once::read_once::<_, HttpEvent>(Runtime::new(RefuseUndecodable::new(service))).run()
+        invocations::run_read_once::<HttpEvent, _, _>(RefuseUndecodable::new(service))
     })
     .await
 }

@@ -11,8 +11,8 @@ use std::process::ExitCode;
 
 use kinesis_to_sqs::Lambda;
 use kinesis_to_sqs::event::Incoming;
-use lambda_runtime::{Runtime, service_fn};
-use sqs_forwarder::event_reader::{Checked, once};
+use lambda_runtime::service_fn;
+use sqs_forwarder::event_reader::{Checked, invocations};
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -25,7 +25,7 @@ static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     startup::main(|f: &'static Lambda| {
-        once::read_once::<_, Checked<Incoming>>(Runtime::new(service_fn(|e| f.invoke(e)))).run()
+        invocations::run_read_once::<Checked<Incoming>, _, _>(service_fn(|e| f.invoke(e)))
     })
     .await
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use lambda_runtime::service_fn;
 use rabbitmq_to_sqs::Lambda;
+use sqs_forwarder::event_reader::invocations;
 use sqs_forwarder::setup::startup;
 
 /// mimalloc instead of glibc's malloc (see [`sqs_forwarder::setup::allocator`]).
@@ -18,5 +19,5 @@ static GLOBAL: sqs_forwarder::setup::allocator::Allocator =
 // runtime spends the least CPU per message (see bench/README.md).
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| f.invoke(e)))).await
+    startup::main(|f: &'static Lambda| invocations::run(service_fn(|e| f.invoke(e)))).await
 }

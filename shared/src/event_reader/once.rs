@@ -1,6 +1,8 @@
-//! Reading the event once: [`ReadOnce`], a layer of lambda_runtime's
-//! [`Runtime`], reads the invocation's body as the function's event type
-//! before the runtime's own deserialization does, and hands it over.
+//! Reading the event once: [`ReadOnce`], a layer over the functions' runtime
+//! loop ([`super::invocations::run_read_once`]; any
+//! `Service<LambdaInvocation>`, lambda_runtime's `Runtime` too), reads the
+//! invocation's body as the function's event type before the payload's
+//! deserialization does, and hands it over.
 //!
 //! lambda_runtime reads every payload type from the body with a
 //! `serde_path_to_error` reader (a `String` per object key), so the
@@ -33,8 +35,8 @@ use std::marker::PhantomData;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
+use lambda_runtime::LambdaInvocation;
 use lambda_runtime::tower::{Layer, Service};
-use lambda_runtime::{LambdaInvocation, Runtime};
 
 /// What the runtime reads in place of the event: any payload type that
 /// takes the kept event reads it with `IgnoredAny`.
@@ -129,21 +131,6 @@ where
         KEPT.with(|k| k.borrow_mut().take());
         future
     }
-}
-
-/// `runtime` with each invocation's event read once as a `T`
-/// ([`ReadOnce`]) and lambda_runtime's tracing span around it, as
-/// `lambda_runtime::run` has it.
-pub fn read_once<S, T>(
-    runtime: Runtime<S>,
-) -> Runtime<impl Service<LambdaInvocation, Response = (), Error = lambda_runtime::Error>>
-where
-    S: Service<LambdaInvocation, Response = (), Error = lambda_runtime::Error>,
-    T: ReadEvent,
-{
-    runtime
-        .layer(ReadOnceLayer::<T>::new())
-        .layer(lambda_runtime::layers::TracingLayer::new())
 }
 
 #[cfg(test)]

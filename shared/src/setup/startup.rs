@@ -9,11 +9,12 @@
 //! ```ignore
 //! #[tokio::main(flavor = "current_thread")]
 //! async fn main() -> ExitCode {
-//!     startup::main(|f: &'static Lambda| lambda_runtime::run(service_fn(|e| f.invoke(e)))).await
+//!     startup::main(|f: &'static Lambda| invocations::run(service_fn(|e| f.invoke(e)))).await
 //! }
 //! ```
 //!
-//! and its cold start one order, which [`main`] runs: the function's own
+//! (`event_reader::invocations`: the loop over the runtime API; kinesis-to-sqs
+//! and apigw-to-sqs use its `run_read_once`), and its cold start one order, which [`main`] runs: the function's own
 //! settings ([`ColdStart::settings`]), the shared start ([`start`], with
 //! [`ColdStart::group_ids`]), then the function built on both
 //! ([`ColdStart::build`]), keeping the forwarder in its handler and the rest
