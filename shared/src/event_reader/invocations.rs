@@ -24,7 +24,11 @@
 //! invocation as it sets it (the SDK and the direct client send it).
 //! Where lambda_runtime panics (a missing environment variable, an
 //! invocation without a request id) this returns an error and the
-//! function stops, as it does on the runtime API's own errors.
+//! function stops, as it does on the runtime API's own errors. What the
+//! functions do not use is left out: streamed answers, concurrent
+//! invocations (`AWS_LAMBDA_MAX_CONCURRENCY` is warned about and one
+//! invocation taken at a time, as lambda_runtime's `run` does) and
+//! SnapStart's restore hooks (SnapStart has no OS-only runtime).
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -104,24 +108,29 @@ struct Api {
 
 impl Api {
     /// The runtime API at `AWS_LAMBDA_RUNTIME_API`, and the configuration
-    /// Lambda sets, from the environment's variables (`var`), or which
+    /// Lambda sets, from the environment's variables (`lookup`), or which
     /// variable is missing or wrong.
-    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Api, Error> {
-        let optional = |name: &str| var(name).unwrap_or_default();
-        let var = |name: &str| var(name).ok_or_else(|| format!("{name} is not set"));
-        let endpoint = var("AWS_LAMBDA_RUNTIME_API")?;
+    fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Api, Error> {
+        let required = |name: &str| lookup(name).ok_or_else(|| format!("{name} is not set"));
+        let endpoint = required("AWS_LAMBDA_RUNTIME_API")?;
         let endpoint = Uri::try_from(format!("http://{endpoint}"))
             .map_err(|e| format!("AWS_LAMBDA_RUNTIME_API is not host:port ({e})"))?;
-        let memory = var("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?;
+        let memory = required("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?;
         let config = Config {
-            function_name: var("AWS_LAMBDA_FUNCTION_NAME")?,
+            function_name: required("AWS_LAMBDA_FUNCTION_NAME")?,
             memory: memory.parse().map_err(|_| {
                 format!("AWS_LAMBDA_FUNCTION_MEMORY_SIZE is not a number of MB: {memory:?}")
             })?,
-            version: var("AWS_LAMBDA_FUNCTION_VERSION")?,
-            log_stream: optional("AWS_LAMBDA_LOG_STREAM_NAME"),
-            log_group: optional("AWS_LAMBDA_LOG_GROUP_NAME"),
+            version: required("AWS_LAMBDA_FUNCTION_VERSION")?,
+            log_stream: lookup("AWS_LAMBDA_LOG_STREAM_NAME").unwrap_or_default(),
+            log_group: lookup("AWS_LAMBDA_LOG_GROUP_NAME").unwrap_or_default(),
         };
+        if let Some(raw) = lookup("AWS_LAMBDA_MAX_CONCURRENCY") {
+            // As lambda_runtime's `run` says it: one invocation at a time.
+            tracing::warn!(
+                "AWS_LAMBDA_MAX_CONCURRENCY is set to '{raw}', but the function takes one invocation at a time"
+            );
+        }
         let client = PooledClient::builder().with_endpoint(endpoint).build();
         Ok(Api {
             client: Arc::new(client),
