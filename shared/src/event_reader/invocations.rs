@@ -112,9 +112,16 @@ impl Api {
     /// variable is missing or wrong.
     fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Api, Error> {
         let required = |name: &str| lookup(name).ok_or_else(|| format!("{name} is not set"));
+        // Taken as lambda_runtime takes it: `host:port` on Lambda, or a URL
+        // with a scheme and a base path (`cargo lambda watch`'s
+        // `http://[::]:9000/.rt`); the requests' paths go after its path.
         let endpoint = required("AWS_LAMBDA_RUNTIME_API")?;
-        let endpoint = Uri::try_from(format!("http://{endpoint}"))
-            .map_err(|e| format!("AWS_LAMBDA_RUNTIME_API is not host:port ({e})"))?;
+        let endpoint = Uri::try_from(endpoint.as_str())
+            .ok()
+            .filter(|uri| uri.authority().is_some())
+            .ok_or_else(|| {
+                format!("AWS_LAMBDA_RUNTIME_API is not host:port or a URL: {endpoint:?}")
+            })?;
         let memory = required("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")?;
         let config = Config {
             function_name: required("AWS_LAMBDA_FUNCTION_NAME")?,
@@ -125,7 +132,7 @@ impl Api {
             log_stream: lookup("AWS_LAMBDA_LOG_STREAM_NAME").unwrap_or_default(),
             log_group: lookup("AWS_LAMBDA_LOG_GROUP_NAME").unwrap_or_default(),
         };
-        if let Some(raw) = lookup("AWS_LAMBDA_MAX_CONCURRENCY") {
+        if let Some(raw) = lookup("AWS_LAMBDA_MAX_CONCURRENCY").filter(|raw| raw.trim() != "1") {
             // As lambda_runtime's `run` says it: one invocation at a time.
             tracing::warn!(
                 "AWS_LAMBDA_MAX_CONCURRENCY is set to '{raw}', but the function takes one invocation at a time"

@@ -186,7 +186,7 @@ fn a_missing_or_wrong_variable_is_an_error_naming_it() {
         (
             "",
             Some(("AWS_LAMBDA_RUNTIME_API", "not a host")),
-            "AWS_LAMBDA_RUNTIME_API is not host:port",
+            "AWS_LAMBDA_RUNTIME_API is not host:port or a URL: \"not a host\"",
         ),
     ] {
         let vars = lambda_vars("127.0.0.1:9001");
@@ -273,4 +273,34 @@ fn answers_go_where_lambda_runtime_posts_them_with_the_invocation_id() {
     assert!(error.headers().get(INVOCATION_ID).is_none());
     // A request id that cannot be a path is an error, not a panic.
     assert!(Answer::Response(Vec::new()).request("a b", None).is_err());
+}
+
+#[tokio::test]
+async fn the_runtime_api_may_be_a_url_with_a_base_path() {
+    // Lambda gives `host:port`; `cargo lambda watch` a URL with a base
+    // path (`http://[::]:9000/.rt`). As a URL, the same runtime API serves.
+    let runtime_api = RuntimeApi::start().await;
+    let url = format!("http://{}", runtime_api.address());
+    let api = Api::from_vars(lambda_vars(&url)).expect("a URL");
+    let handler = service_fn(|_: LambdaEvent<Value>| async { Ok::<_, Infallible>(json!("ok")) });
+    let respond = Respond::new(handler, api.client.clone());
+    let serving = api.serve(TracingLayer::new().layer(respond));
+    let event = json!({});
+    tokio::select! {
+        stopped = serving => panic!("the loop stopped: {stopped:?}"),
+        posted = runtime_api.invoke(&event) => assert_eq!(posted.response(), &json!("ok")),
+    }
+
+    // With a base path, every request goes under it: the tests' runtime
+    // API serves none there, and the loop stops on its 404 for `/next`.
+    let based = format!("http://{}/.rt", runtime_api.address());
+    let api = Api::from_vars(lambda_vars(&based)).expect("a URL with a path");
+    let handler = service_fn(|_: LambdaEvent<Value>| async { Ok::<_, Infallible>(json!("ok")) });
+    let respond = Respond::new(handler, api.client.clone());
+    let serving = api.serve(TracingLayer::new().layer(respond));
+    let stopped = tokio::time::timeout(Duration::from_secs(30), serving)
+        .await
+        .expect("the loop stops at once");
+    let error = stopped.expect_err("no runtime API under /.rt").to_string();
+    assert!(error.contains("404"), "{error}");
 }
