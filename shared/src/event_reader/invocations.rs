@@ -26,8 +26,8 @@
 //! invocation without a request id) this returns an error and the
 //! function stops, as it does on the runtime API's own errors. What the
 //! functions do not use is left out: streamed answers, concurrent
-//! invocations (`AWS_LAMBDA_MAX_CONCURRENCY` is warned about and one
-//! invocation taken at a time, as lambda_runtime's `run` does) and
+//! invocations (`AWS_LAMBDA_MAX_CONCURRENCY` above 1 is warned about and
+//! one invocation taken at a time, as lambda_runtime's `run` does) and
 //! SnapStart's restore hooks (SnapStart has no OS-only runtime).
 
 use std::future::Future;
@@ -113,8 +113,8 @@ impl Api {
     fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Api, Error> {
         let required = |name: &str| lookup(name).ok_or_else(|| format!("{name} is not set"));
         // Taken as lambda_runtime takes it: `host:port` on Lambda, or a URL
-        // with a scheme and a base path (`cargo lambda watch`'s
-        // `http://[::]:9000/.rt`); the requests' paths go after its path.
+        // (`cargo lambda watch` gives one with its `http://`), whose path,
+        // if any, the requests' paths go after.
         let endpoint = required("AWS_LAMBDA_RUNTIME_API")?;
         let endpoint = Uri::try_from(endpoint.as_str())
             .ok()

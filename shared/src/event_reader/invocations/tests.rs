@@ -277,8 +277,8 @@ fn answers_go_where_lambda_runtime_posts_them_with_the_invocation_id() {
 
 #[tokio::test]
 async fn the_runtime_api_may_be_a_url_with_a_base_path() {
-    // Lambda gives `host:port`; `cargo lambda watch` a URL with a base
-    // path (`http://[::]:9000/.rt`). As a URL, the same runtime API serves.
+    // Lambda gives `host:port`; `cargo lambda watch` a URL with its
+    // `http://`. As a URL, the same runtime API serves.
     let runtime_api = RuntimeApi::start().await;
     let url = format!("http://{}", runtime_api.address());
     let api = Api::from_vars(lambda_vars(&url)).expect("a URL");
