@@ -27,6 +27,21 @@ fn lambda_vars(address: &str) -> impl Fn(&str) -> Option<String> + use<> {
     }
 }
 
+/// The loop serving `handler` from the runtime API at `endpoint` (as
+/// `AWS_LAMBDA_RUNTIME_API` gives it).
+fn serving<F, P>(endpoint: &str, handler: F) -> impl Future<Output = Result<(), Error>> + use<F, P>
+where
+    F: Service<LambdaEvent<P>> + 'static,
+    F::Future: 'static,
+    F::Response: Serialize,
+    F::Error: Into<Diagnostic>,
+    P: DeserializeOwned + 'static,
+{
+    let api = Api::from_vars(lambda_vars(endpoint)).expect("Lambda's variables");
+    let respond = Respond::new(handler, api.client.clone());
+    api.serve(TracingLayer::new().layer(respond))
+}
+
 /// `event` handed to `handler` through the loop, and what it posted.
 async fn invoke<F, P>(handler: F, events: &[Value]) -> Vec<Posted>
 where
@@ -37,9 +52,24 @@ where
     P: DeserializeOwned + 'static,
 {
     let runtime_api = RuntimeApi::start().await;
-    let api = Api::from_vars(lambda_vars(runtime_api.address())).expect("Lambda's variables");
-    let respond = Respond::new(handler, api.client.clone());
-    let serving = api.serve(TracingLayer::new().layer(respond));
+    invoke_at(&runtime_api, runtime_api.address(), handler, events).await
+}
+
+/// [`invoke`], the loop given `endpoint` for `runtime_api`.
+async fn invoke_at<F, P>(
+    runtime_api: &RuntimeApi,
+    endpoint: &str,
+    handler: F,
+    events: &[Value],
+) -> Vec<Posted>
+where
+    F: Service<LambdaEvent<P>> + 'static,
+    F::Future: 'static,
+    F::Response: Serialize,
+    F::Error: Into<Diagnostic>,
+    P: DeserializeOwned + 'static,
+{
+    let serving = serving(endpoint, handler);
     let invoking = async {
         let mut posted = Vec::new();
         for event in events {
@@ -280,24 +310,15 @@ async fn the_runtime_api_may_be_a_url_with_a_base_path() {
     // Lambda gives `host:port`; `cargo lambda watch` a URL with its
     // `http://`. As a URL, the same runtime API serves.
     let runtime_api = RuntimeApi::start().await;
+    let ok = || service_fn(|_: LambdaEvent<Value>| async { Ok::<_, Infallible>(json!("ok")) });
     let url = format!("http://{}", runtime_api.address());
-    let api = Api::from_vars(lambda_vars(&url)).expect("a URL");
-    let handler = service_fn(|_: LambdaEvent<Value>| async { Ok::<_, Infallible>(json!("ok")) });
-    let respond = Respond::new(handler, api.client.clone());
-    let serving = api.serve(TracingLayer::new().layer(respond));
-    let event = json!({});
-    tokio::select! {
-        stopped = serving => panic!("the loop stopped: {stopped:?}"),
-        posted = runtime_api.invoke(&event) => assert_eq!(posted.response(), &json!("ok")),
-    }
+    let posted = invoke_at(&runtime_api, &url, ok(), &[json!({})]).await;
+    assert_eq!(posted[0].response(), &json!("ok"));
 
     // With a base path, every request goes under it: the tests' runtime
     // API serves none there, and the loop stops on its 404 for `/next`.
     let based = format!("http://{}/.rt", runtime_api.address());
-    let api = Api::from_vars(lambda_vars(&based)).expect("a URL with a path");
-    let handler = service_fn(|_: LambdaEvent<Value>| async { Ok::<_, Infallible>(json!("ok")) });
-    let respond = Respond::new(handler, api.client.clone());
-    let serving = api.serve(TracingLayer::new().layer(respond));
+    let serving = serving(&based, ok());
     let stopped = tokio::time::timeout(Duration::from_secs(30), serving)
         .await
         .expect("the loop stops at once");
